@@ -1,0 +1,8 @@
+/**
+ * The command table: every `ops` command, in the order `ops --help` lists them. Server-side
+ * commands live with the kernel and the domains; client commands in src/cli/.
+ */
+import type { Command } from "./commands/types";
+import { serveCommand, migrateCommand, versionCommand } from "./commands/server";
+
+export const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, versionCommand];

@@ -1,0 +1,229 @@
+/**
+ * Authentication once, leniently; authorization per route, strictly (PocketBase's split).
+ *
+ * `authzPlugin(core)` adds to every request:
+ * - `meta` (request id, client address, user agent) and `principal` (or null) — resolved once,
+ *   never throwing for a bad credential;
+ * - the `permission` and `public` macros. Every route declares exactly one. `permission` records
+ *   the key in the route's OpenAPI `detail` (`x-permission`), and before the body is validated it
+ *   turns a missing principal into 401 and a missing permission into 403, writing a `denied`
+ *   audit row for every 403. Handlers receive `auth` (principal, project, environment, set).
+ *
+ * The scope of the check: an Estate key is evaluated estate-wide; a route with a `:slug` (or a
+ * custom `project` resolver) in that project and environment; any other route "anywhere" (held
+ * in at least one project; the service narrows per project).
+ */
+import { Elysia } from "elysia";
+import type { Core, ProjectRef, Credentials } from "../core";
+import type { Principal, RequestMeta } from "./principal";
+import { actorOf } from "./principal";
+import { AUTHENTICATED, ESTATE_KEYS, isPermissionKey, type PermissionKey } from "./catalog";
+import { evaluate, denyReason, type Scope } from "./effective";
+import { OpsError } from "../errors";
+import { writeAudit } from "../audit";
+import { uuidv7 } from "../ids";
+
+/** Per-request context handed to a custom project or environment resolver. */
+export interface ResolveContext {
+  params: Record<string, string | undefined>;
+  query: Record<string, string | undefined>;
+  headers: Record<string, string | undefined>;
+  request: Request;
+  principal: Principal;
+}
+
+export interface PermissionOptions {
+  key: PermissionKey | typeof AUTHENTICATED;
+  /**
+   * Where the project comes from. Default: the `:slug` path parameter when the route has one.
+   * A function returns the project's slug (or throws its own not-found).
+   */
+  project?: (ctx: ResolveContext) => string | Promise<string>;
+  /**
+   * The environment: default `params.environment ?? query.environment ?? "production"`;
+   * `"none"` evaluates without environment policies (project-level routes).
+   */
+  environment?: "none" | ((ctx: ResolveContext) => string | null);
+}
+
+export type PermissionSpec = PermissionKey | typeof AUTHENTICATED | PermissionOptions;
+
+/** What an authorized handler receives as `auth`. */
+export interface AuthContext {
+  principal: Principal;
+  project: ProjectRef | null;
+  environment: string | null;
+  /** Effective permissions in the evaluated scope. */
+  permissions: ReadonlySet<string>;
+  meta: RequestMeta;
+}
+
+export const SESSION_COOKIE = "ops_session";
+
+/** The key a spec names (for the inventory test and OpenAPI). */
+export function specKey(spec: PermissionSpec): string {
+  return typeof spec === "string" ? spec : spec.key;
+}
+
+function parseCookie(header: string | null, name: string): string | null {
+  if (!header) return null;
+  for (const part of header.split(";")) {
+    const i = part.indexOf("=");
+    if (i < 0) continue;
+    if (part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+  }
+  return null;
+}
+
+/** Pull every credential form out of a request (Bearer, bare cargo token, Basic, cookie). */
+export function extractCredentials(request: Request, meta: RequestMeta): Credentials {
+  const auth = request.headers.get("authorization")?.trim() ?? "";
+  let bearer: string | null = null;
+  let basicUser: string | null = null;
+  let basicPassword: string | null = null;
+  if (/^bearer\s+/i.test(auth)) {
+    bearer = auth.replace(/^bearer\s+/i, "").trim() || null;
+  } else if (/^basic\s+/i.test(auth)) {
+    try {
+      const decoded = Buffer.from(auth.replace(/^basic\s+/i, "").trim(), "base64").toString("utf8");
+      const i = decoded.indexOf(":");
+      basicUser = i < 0 ? decoded : decoded.slice(0, i);
+      basicPassword = i < 0 ? null : decoded.slice(i + 1);
+    } catch {
+      // Unreadable basic credentials are simply absent.
+    }
+  } else if (auth !== "" && !/\s/.test(auth)) {
+    bearer = auth;
+  }
+  return { bearer, basicUser, basicPassword, cookie: parseCookie(request.headers.get("cookie"), SESSION_COOKIE), meta };
+}
+
+const metaByRequest = new WeakMap<Request, RequestMeta>();
+
+/** The request's meta, set as early as `onRequest` by the app (so errors can log the id). */
+export function requestMeta(request: Request, server: { requestIP(r: Request): { address: string } | null } | null): RequestMeta {
+  let meta = metaByRequest.get(request);
+  if (!meta) {
+    const incoming = request.headers.get("x-request-id");
+    meta = {
+      requestId: incoming && /^[A-Za-z0-9._-]{8,64}$/.test(incoming) ? incoming : uuidv7(),
+      ip: server?.requestIP(request)?.address ?? "",
+      userAgent: (request.headers.get("user-agent") ?? "").slice(0, 300),
+    };
+    metaByRequest.set(request, meta);
+  }
+  return meta;
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+function sameOrigin(core: Core, request: Request): boolean {
+  const origin = request.headers.get("origin");
+  if (!origin) return false;
+  if (origin === new URL(core.config.publicUrl).origin) return true;
+  const host = request.headers.get("host");
+  return host !== null && (origin === `http://${host}` || origin === `https://${host}`);
+}
+
+async function authorize(core: Core, ctx: Record<string, unknown>, spec: PermissionSpec): Promise<AuthContext> {
+  const principal = ctx.principal as Principal | null;
+  const meta = ctx.meta as RequestMeta;
+  const request = ctx.request as Request;
+  if (!principal) throw new OpsError("unauthorized", "Sign in or send a valid token.");
+  const opts: PermissionOptions = typeof spec === "string" ? { key: spec } : spec;
+  const params = (ctx.params ?? {}) as Record<string, string | undefined>;
+  const query = (ctx.query ?? {}) as Record<string, string | undefined>;
+  const path = new URL(request.url).pathname;
+
+  if (principal.viaCookie && !SAFE_METHODS.has(request.method) && !sameOrigin(core, request)) {
+    deny(core, principal, meta, opts.key, path, null, null, "cookie request without a matching Origin");
+    throw new OpsError("forbidden", "Cross-site request refused: the Origin header does not match this server.");
+  }
+
+  const rctx: ResolveContext = { params, query, headers: (ctx.headers ?? {}) as Record<string, string | undefined>, request, principal };
+  let project: ProjectRef | null = null;
+  if (opts.project || params.slug !== undefined) {
+    const slug = opts.project ? await opts.project(rctx) : (params.slug as string);
+    project = core.access.findProject(slug);
+    if (!project) throw new OpsError("not_found", "No such project.");
+  }
+  let environment: string | null = null;
+  if (project) {
+    if (opts.environment === "none") environment = null;
+    else if (typeof opts.environment === "function") environment = opts.environment(rctx);
+    else {
+      const explicit = params.environment ?? query.environment;
+      if (explicit !== undefined && explicit !== "" && !project.environments.includes(explicit)) {
+        throw new OpsError("not_found", `No such environment "${explicit}" in this project.`);
+      }
+      environment = explicit || "production";
+    }
+  }
+
+  const grants = core.access.grants(principal);
+  let scope: Scope;
+  if (opts.key !== AUTHENTICATED && ESTATE_KEYS.has(opts.key as PermissionKey)) scope = { kind: "estate" };
+  else if (project) scope = { kind: "project", projectId: project.id, environment };
+  else scope = { kind: "any" };
+  const ev = evaluate(principal, grants, scope);
+
+  if (opts.key !== AUTHENTICATED && !ev.permissions.has(opts.key)) {
+    const where = project ? `in ${project.slug}` : "estate-wide";
+    deny(core, principal, meta, opts.key, path, project?.slug ?? null, environment, denyReason(opts.key, ev, where));
+    throw new OpsError("forbidden", `Your access does not include ${opts.key} ${where}.`, { permission: opts.key });
+  }
+  if (core.config.auditReads && SAFE_METHODS.has(request.method)) {
+    writeAudit(core, core.db, {
+      ...actorOf(principal, meta),
+      action: opts.key,
+      target: path,
+      outcome: "allowed",
+      project: project?.slug ?? null,
+      environment,
+    });
+  }
+  return { principal, project, environment, permissions: ev.permissions, meta };
+}
+
+function deny(core: Core, principal: Principal, meta: RequestMeta, action: string, target: string, project: string | null, environment: string | null, reason: string): void {
+  const a = actorOf(principal, meta);
+  writeAudit(core, core.db, { ...a, action, target, outcome: "denied", reason, project, environment });
+}
+
+/**
+ * The kernel's request plugin: meta, principal, and the `permission` / `public` macros.
+ * Every domain's route builder `.use(authzPlugin(core))` for the types; Elysia dedupes it by name
+ * and seed so it runs once per request.
+ */
+export function authzPlugin(core: Core) {
+  return new Elysia({ name: "ops-authz", seed: core.id })
+    .derive({ as: "global" }, async ({ request, server }) => {
+      const meta = requestMeta(request, server);
+      let principal: Principal | null = null;
+      try {
+        principal = await core.access.authenticate(extractCredentials(request, meta));
+      } catch (e) {
+        core.log.error("authentication hook failed", { req: meta.requestId, err: e });
+      }
+      return { meta, principal };
+    })
+    .macro({
+      permission: (spec: PermissionSpec) => ({
+        detail: { "x-permission": specKey(spec), security: [{ bearer: [] }, { cookie: [] }] } as Record<string, unknown>,
+        async transform(ctx: Record<string, unknown>) {
+          ctx.auth = await authorize(core, ctx, spec);
+        },
+        resolve(ctx: Record<string, unknown>) {
+          return { auth: ctx.auth as AuthContext };
+        },
+      }),
+      public: (value: true) => ({
+        detail: { "x-public": value, security: [] } as Record<string, unknown>,
+      }),
+    });
+}
+
+/** True when the key a route declares is in the catalog or is the self-service pseudo key. */
+export function isDeclarableKey(key: string): boolean {
+  return key === AUTHENTICATED || isPermissionKey(key);
+}

@@ -1,0 +1,229 @@
+/**
+ * Every `OPS_*` setting, parsed and validated once, then frozen. A bad value stops start-up with a
+ * message naming the variable (ConfigError). Flags given to a command override the environment.
+ * Nothing else in the code base reads `process.env`.
+ */
+import path from "node:path";
+
+export class ConfigError extends Error {
+  constructor(public readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+export interface Config {
+  /** Folder holding ops.db, telemetry.db, blobs/, keys/, git/, run/. Absolute. */
+  readonly dataDir: string;
+  /** host:port the HTTP server binds. */
+  readonly listen: { readonly host: string; readonly port: number };
+  /** Base URL printed in verification URIs, installers and registry config. No trailing slash. */
+  readonly publicUrl: string;
+  /** Default token lifetime in days; 0 = never expires. */
+  readonly tokenTtlDays: number;
+  /** External registry host, or null for the embedded registry at the public URL. */
+  readonly registry: string | null;
+  /** SMTP URL for the email channel; null = email disabled. */
+  readonly smtpUrl: string | null;
+  /** Sender address on outgoing mail. */
+  readonly mailFrom: string;
+  /** Secrets master key material (raw string as given) or null. */
+  readonly secretsKey: string | null;
+  /** File holding the secrets master key, or null (then keys/secrets.key). */
+  readonly secretsKeyFile: string | null;
+  /** PostgreSQL URL of the plane that database resources live on; null = none. */
+  readonly dbPlaneUrl: string | null;
+  /** Whether the database plane runs point-in-time recovery (governs the restore runbook). */
+  readonly dbPlanePitr: boolean;
+  /** The estate's npm scope, with the `@`. */
+  readonly npmScope: string;
+  /** Bootstrap owner for an empty data dir. */
+  readonly bootstrapEmail: string | null;
+  readonly bootstrapPassword: string | null;
+  /** Also audit allowed reads. */
+  readonly auditReads: boolean;
+  /** Largest JSON API body in bytes (413 above). */
+  readonly maxBodyBytes: number;
+  /** Largest package publish body (npm, cargo) in bytes. */
+  readonly maxPublishBytes: number;
+  /** Largest CLI release upload in bytes. */
+  readonly maxReleaseBytes: number;
+  /** How long shutdown waits for in-flight requests and running work, in ms. */
+  readonly shutdownGraceMs: number;
+  /** Scheduler poll interval in ms. */
+  readonly schedulerTickMs: number;
+  readonly logLevel: "debug" | "info" | "warn" | "error";
+  /** Code host App (GitHub App) settings; all null = App not configured. */
+  readonly hostApp: {
+    readonly id: string | null;
+    readonly slug: string | null;
+    readonly privateKeyFile: string | null;
+    readonly webhookSecret: string | null;
+    readonly apiUrl: string;
+    readonly webUrl: string;
+  };
+}
+
+/** The variables `loadConfig` reads, with a one-line description each (README and `--help`). */
+export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; description: string }> = [
+  { name: "OPS_DATA_DIR", default: "./ops-data", description: "Data directory (state, telemetry, blobs, keys)" },
+  { name: "OPS_LISTEN", default: "127.0.0.1:8080", description: "Address the server binds, host:port" },
+  { name: "OPS_PUBLIC_URL", default: "http://<listen>", description: "Base URL printed in links, installers and registry config" },
+  { name: "OPS_TOKEN_TTL_DAYS", default: "90", description: "Default token lifetime in days; 0 = never expires" },
+  { name: "OPS_REGISTRY", default: "(embedded)", description: "External image registry host; unset = the embedded registry" },
+  { name: "OPS_SMTP_URL", default: "(unset)", description: "smtp://user:pass@host:port for the email channel; unset = no email" },
+  { name: "OPS_MAIL_FROM", default: "ops@localhost", description: "Sender address of notification mail" },
+  { name: "OPS_SECRETS_KEY", default: "(unset)", description: "Secrets master key: 32 bytes as 64 hex chars or base64" },
+  { name: "OPS_SECRETS_KEY_FILE", default: "(unset)", description: "File holding the secrets master key (else keys/secrets.key)" },
+  { name: "OPS_DB_PLANE_URL", default: "(unset)", description: "PostgreSQL URL that database resources are provisioned on" },
+  { name: "OPS_DB_PLANE_PITR", default: "false", description: "The plane runs point-in-time recovery (restore runbook)" },
+  { name: "OPS_NPM_SCOPE", default: "@ops", description: "The estate's npm scope; npm names outside it are refused" },
+  { name: "OPS_BOOTSTRAP_EMAIL", default: "admin@localhost", description: "Estate owner created on an empty data dir" },
+  { name: "OPS_BOOTSTRAP_PASSWORD", default: "(generated)", description: "Owner's password; generated and printed once when unset" },
+  { name: "OPS_AUDIT_READS", default: "0", description: "1 = also audit allowed reads" },
+  { name: "OPS_MAX_BODY_BYTES", default: "1048576", description: "Largest JSON API request body (413 above)" },
+  { name: "OPS_MAX_PUBLISH_BYTES", default: "67108864", description: "Largest npm or cargo publish body (413 above)" },
+  { name: "OPS_MAX_RELEASE_BYTES", default: "268435456", description: "Largest CLI release upload (413 above)" },
+  { name: "OPS_SHUTDOWN_GRACE_MS", default: "10000", description: "How long shutdown waits for in-flight work" },
+  { name: "OPS_SCHEDULER_TICK_MS", default: "1000", description: "How often the scheduler looks for due work" },
+  { name: "OPS_LOG_LEVEL", default: "info", description: "debug, info, warn or error" },
+  { name: "OPS_GITHUB_APP_ID", default: "(unset)", description: "Code host App id (GitHub App)" },
+  { name: "OPS_GITHUB_APP_SLUG", default: "(unset)", description: "Code host App slug" },
+  { name: "OPS_GITHUB_APP_PRIVATE_KEY_FILE", default: "(unset)", description: "Code host App private key (PEM file)" },
+  { name: "OPS_GITHUB_WEBHOOK_SECRET", default: "(unset)", description: "Code host webhook secret" },
+  { name: "OPS_GITHUB_API_URL", default: "https://api.github.com", description: "Code host API base URL" },
+  { name: "OPS_GITHUB_URL", default: "https://github.com", description: "Code host web base URL" },
+];
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | null {
+  const v = env[name];
+  if (v === undefined) return null;
+  const trimmed = v.trim();
+  return trimmed === "" ? null : trimmed;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const v = str(env, name);
+  if (v === null) return fallback;
+  if (!/^-?\d+$/.test(v)) throw new ConfigError(name, `expected a whole number, got "${v}"`);
+  const n = Number(v);
+  if (n < min || n > max) throw new ConfigError(name, `expected a number from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const v = str(env, name);
+  if (v === null) return fallback;
+  if (/^(1|true|yes|on)$/i.test(v)) return true;
+  if (/^(0|false|no|off)$/i.test(v)) return false;
+  throw new ConfigError(name, `expected 1/0, true/false, yes/no or on/off, got "${v}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const v = str(env, name);
+  if (v === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new ConfigError(name, `not a URL: "${redactUrl(v)}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `expected a ${protocols.join(" or ")} URL, got "${parsed.protocol}"`);
+  }
+  return v;
+}
+
+/** Hide a password in a URL before it reaches an error message. */
+function redactUrl(v: string): string {
+  return v.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
+}
+
+function parseListen(raw: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:]+\]|[^:\s]+)?:?(\d+)$/.exec(raw);
+  if (!m) throw new ConfigError("OPS_LISTEN", `expected host:port, got "${raw}"`);
+  const host = (m[1] ?? "127.0.0.1").replace(/^\[|\]$/g, "");
+  const port = Number(m[2]);
+  if (port < 0 || port > 65535) throw new ConfigError("OPS_LISTEN", `port out of range: ${port}`);
+  return { host, port };
+}
+
+/**
+ * Parse the configuration from `env` (normally `process.env`) with `overrides` from command-line
+ * flags taking precedence. `cwd` anchors relative paths. The result is deeply frozen.
+ */
+export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = process.cwd()): Config {
+  const e: Env = { ...env };
+  for (const [k, v] of Object.entries(overrides)) if (v !== undefined) e[k] = v;
+
+  const dataDir = path.resolve(cwd, str(e, "OPS_DATA_DIR") ?? "./ops-data");
+  const listen = parseListen(str(e, "OPS_LISTEN") ?? "127.0.0.1:8080");
+  const publicRaw = url(e, "OPS_PUBLIC_URL", ["http:", "https:"]);
+  const displayHost = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
+  const publicUrl = (publicRaw ?? `http://${displayHost === "0.0.0.0" ? "127.0.0.1" : displayHost}:${listen.port}`).replace(/\/+$/, "");
+
+  const npmScope = str(e, "OPS_NPM_SCOPE") ?? "@ops";
+  if (!/^@[a-z0-9][a-z0-9._-]*$/.test(npmScope)) {
+    throw new ConfigError("OPS_NPM_SCOPE", `expected an npm scope like "@acme", got "${npmScope}"`);
+  }
+  const registry = str(e, "OPS_REGISTRY");
+  if (registry !== null && !/^[a-zA-Z0-9.-]+(:\d+)?$/.test(registry)) {
+    throw new ConfigError("OPS_REGISTRY", `expected a registry host like "registry.example.com:5000", got "${registry}"`);
+  }
+  const bootstrapEmail = str(e, "OPS_BOOTSTRAP_EMAIL");
+  if (bootstrapEmail !== null && !/^[^\s@]+@[^\s@]+$/.test(bootstrapEmail)) {
+    throw new ConfigError("OPS_BOOTSTRAP_EMAIL", `not an email address: "${bootstrapEmail}"`);
+  }
+  const bootstrapPassword = str(e, "OPS_BOOTSTRAP_PASSWORD");
+  if (bootstrapPassword !== null && bootstrapPassword.length < 12) {
+    throw new ConfigError("OPS_BOOTSTRAP_PASSWORD", "must be at least 12 characters");
+  }
+  const logLevel = (str(e, "OPS_LOG_LEVEL") ?? "info").toLowerCase();
+  if (!["debug", "info", "warn", "error"].includes(logLevel)) {
+    throw new ConfigError("OPS_LOG_LEVEL", `expected debug, info, warn or error, got "${logLevel}"`);
+  }
+  const secretsKeyFile = str(e, "OPS_SECRETS_KEY_FILE");
+
+  const config: Config = {
+    dataDir,
+    listen,
+    publicUrl,
+    tokenTtlDays: int(e, "OPS_TOKEN_TTL_DAYS", 90, 0, 36500),
+    registry,
+    smtpUrl: url(e, "OPS_SMTP_URL", ["smtp:", "smtps:"]),
+    mailFrom: str(e, "OPS_MAIL_FROM") ?? "ops@localhost",
+    secretsKey: str(e, "OPS_SECRETS_KEY"),
+    secretsKeyFile: secretsKeyFile === null ? null : path.resolve(cwd, secretsKeyFile),
+    dbPlaneUrl: url(e, "OPS_DB_PLANE_URL", ["postgres:", "postgresql:"]),
+    dbPlanePitr: bool(e, "OPS_DB_PLANE_PITR", false),
+    npmScope,
+    bootstrapEmail,
+    bootstrapPassword,
+    auditReads: bool(e, "OPS_AUDIT_READS", false),
+    maxBodyBytes: int(e, "OPS_MAX_BODY_BYTES", 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxPublishBytes: int(e, "OPS_MAX_PUBLISH_BYTES", 64 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
+    maxReleaseBytes: int(e, "OPS_MAX_RELEASE_BYTES", 256 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
+    shutdownGraceMs: int(e, "OPS_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    schedulerTickMs: int(e, "OPS_SCHEDULER_TICK_MS", 1000, 10, 3_600_000),
+    logLevel: logLevel as Config["logLevel"],
+    hostApp: {
+      id: str(e, "OPS_GITHUB_APP_ID"),
+      slug: str(e, "OPS_GITHUB_APP_SLUG"),
+      privateKeyFile: str(e, "OPS_GITHUB_APP_PRIVATE_KEY_FILE"),
+      webhookSecret: str(e, "OPS_GITHUB_WEBHOOK_SECRET"),
+      apiUrl: (url(e, "OPS_GITHUB_API_URL", ["http:", "https:"]) ?? "https://api.github.com").replace(/\/+$/, ""),
+      webUrl: (url(e, "OPS_GITHUB_URL", ["http:", "https:"]) ?? "https://github.com").replace(/\/+$/, ""),
+    },
+  };
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === "object") {
+    for (const v of Object.values(o as object)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}

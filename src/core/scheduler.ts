@@ -1,0 +1,330 @@
+/**
+ * The in-process scheduler. Two kinds of work, both persisted in ops.db:
+ *
+ * - **Items** (`enqueue`): one-off work with a payload, e.g. "deliver this email", "run job X".
+ *   A worker leases an item before running it and renews the lease while it runs; an item still
+ *   `running` with an expired lease belonged to a process that died and is run again (handlers
+ *   are written to be safe to resume). Failures retry with backoff up to `maxAttempts`.
+ * - **Tasks** (`defineTask`): recurring work by cron expression (UTC), with a stable id
+ *   `domain.task-name`. A task missed while ops was down runs once, then follows its cron.
+ *
+ * Only `ops serve` calls `start()`. Tests never sleep: they move the fixed clock and call
+ * `runDue()` or `runNow(id)`.
+ */
+import { Cron } from "croner";
+import { and, eq, lte, lt, or, isNull, asc } from "drizzle-orm";
+import type { Db, Queryable } from "./db/client";
+import type { Clock } from "./clock";
+import type { Logger } from "./log";
+import { uuidv7 } from "./ids";
+import { schedulerItems, schedulerTasks } from "./tables";
+import { OpsError } from "./errors";
+
+export interface ItemContext {
+  id: string;
+  /** 1 on the first run. */
+  attempt: number;
+  /** True when this run resumes an item whose previous worker died. */
+  resumed: boolean;
+}
+
+export type ItemHandler = (payload: unknown, item: ItemContext) => Promise<void> | void;
+export type TaskHandler = () => Promise<void> | void;
+
+interface ItemDef {
+  handler: ItemHandler;
+  maxAttempts: number;
+  backoffMs: (attempt: number) => number;
+}
+
+export interface EnqueueOptions {
+  runAt?: number;
+  /** A second enqueue with the same key while the first is not finished is a no-op. */
+  dedupeKey?: string;
+  maxAttempts?: number;
+}
+
+export interface SchedulerOptions {
+  tickMs: number;
+  /** How long a lease lasts before another worker may take the work over. */
+  leaseMs?: number;
+  /** Most items running at once. */
+  concurrency?: number;
+}
+
+/** Parse a cron expression (5 fields, UTC). Throws `validation_failed` when it is not one. */
+export function parseCron(expr: string): Cron {
+  try {
+    return new Cron(expr, { timezone: "Etc/UTC", paused: true });
+  } catch (e) {
+    throw new OpsError("validation_failed", `Not a cron expression: ${(e as Error).message}`, { fields: [{ path: "schedule", message: "not a cron expression" }] });
+  }
+}
+
+/** The next time `expr` fires strictly after `afterMs`. */
+export function nextCronRun(expr: string | Cron, afterMs: number): number {
+  const c = typeof expr === "string" ? parseCron(expr) : expr;
+  const next = c.nextRun(new Date(afterMs));
+  if (!next) throw new OpsError("validation_failed", "The cron expression never fires.");
+  return next.getTime();
+}
+
+export class Scheduler {
+  private readonly items = new Map<string, ItemDef>();
+  private readonly tasks = new Map<string, { cron: Cron; expr: string; handler: TaskHandler }>();
+  private readonly running = new Set<Promise<void>>();
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private ticking = false;
+  private stopping = false;
+  readonly leaseMs: number;
+  private readonly concurrency: number;
+  private readonly workerId = uuidv7();
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly opts: SchedulerOptions,
+  ) {
+    this.leaseMs = opts.leaseMs ?? 60_000;
+    this.concurrency = opts.concurrency ?? 4;
+  }
+
+  get started(): boolean {
+    return this.timer !== null;
+  }
+
+  /** Register the handler for items of `kind` (stable id `domain.item-name`). */
+  defineItem(kind: string, handler: ItemHandler, opts: { maxAttempts?: number; backoffMs?: (attempt: number) => number } = {}): void {
+    if (this.items.has(kind)) throw new Error(`scheduler item kind ${kind} defined twice`);
+    this.items.set(kind, {
+      handler,
+      maxAttempts: opts.maxAttempts ?? 5,
+      backoffMs: opts.backoffMs ?? ((a) => Math.min(60_000 * 2 ** (a - 1), 3_600_000)),
+    });
+  }
+
+  /** Register a recurring task by cron expression; keeps its schedule across restarts. */
+  defineTask(id: string, cron: string, handler: TaskHandler): void {
+    if (this.tasks.has(id)) throw new Error(`scheduler task ${id} defined twice`);
+    const c = parseCron(cron);
+    this.tasks.set(id, { cron: c, expr: cron, handler });
+    const now = this.clock.now();
+    const row = this.db.select().from(schedulerTasks).where(eq(schedulerTasks.id, id)).get();
+    if (!row) {
+      this.db.insert(schedulerTasks).values({ id, cron, nextRunAt: nextCronRun(c, now) }).run();
+    } else if (row.cron !== cron) {
+      this.db.update(schedulerTasks).set({ cron, nextRunAt: nextCronRun(c, now) }).where(eq(schedulerTasks.id, id)).run();
+    }
+  }
+
+  /** Persist a work item (inside the caller's transaction when `q` is a tx). Returns its id. */
+  enqueue(q: Queryable, kind: string, payload: unknown = {}, opts: EnqueueOptions = {}): string {
+    const def = this.items.get(kind);
+    const now = this.clock.now();
+    if (opts.dedupeKey !== undefined) {
+      const prior = q
+        .select({ id: schedulerItems.id, state: schedulerItems.state })
+        .from(schedulerItems)
+        .where(eq(schedulerItems.dedupeKey, opts.dedupeKey))
+        .get();
+      if (prior && (prior.state === "pending" || prior.state === "running")) return prior.id;
+      if (prior) q.update(schedulerItems).set({ dedupeKey: null }).where(eq(schedulerItems.id, prior.id)).run();
+    }
+    const id = uuidv7(now);
+    q.insert(schedulerItems)
+      .values({
+        id,
+        kind,
+        payload: JSON.stringify(payload ?? {}),
+        runAt: opts.runAt ?? now,
+        maxAttempts: opts.maxAttempts ?? def?.maxAttempts ?? 5,
+        dedupeKey: opts.dedupeKey ?? null,
+        createdAt: now,
+      })
+      .run();
+    return id;
+  }
+
+  /** Start polling for due work every `tickMs`. Only `ops serve` calls this. */
+  start(): void {
+    if (this.timer) return;
+    this.stopping = false;
+    this.timer = setInterval(() => void this.tick(), this.opts.tickMs);
+    void this.tick();
+  }
+
+  /** Stop taking new work and wait (up to `graceMs`) for running work to finish. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.running.size === 0) return;
+    await Promise.race([Promise.allSettled([...this.running]), Bun.sleep(graceMs)]);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking || this.stopping) return;
+    this.ticking = true;
+    try {
+      await this.runDue({ wait: false });
+    } catch (e) {
+      this.log.error("scheduler tick failed", { err: e });
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /**
+   * Run every task and item due at the clock's now. With `wait` (the default, for tests) it
+   * resolves when they finished, including items they enqueued that are due too.
+   * Returns how many ran.
+   */
+  async runDue(opts: { wait?: boolean } = {}): Promise<number> {
+    const wait = opts.wait ?? true;
+    let ran = 0;
+    for (let round = 0; round < 20; round++) {
+      const started: Promise<void>[] = [];
+      const now = this.clock.now();
+      for (const [id] of this.tasks) {
+        const due = this.db
+          .select({ id: schedulerTasks.id })
+          .from(schedulerTasks)
+          .where(and(eq(schedulerTasks.id, id), lte(schedulerTasks.nextRunAt, now), or(isNull(schedulerTasks.leasedUntil), lt(schedulerTasks.leasedUntil, now))))
+          .get();
+        if (due) started.push(this.track(this.runTask(id)));
+      }
+      const free = wait ? 1000 : Math.max(0, this.concurrency - this.running.size);
+      if (free > 0) {
+        const dueItems = this.db
+          .select({ id: schedulerItems.id })
+          .from(schedulerItems)
+          .where(
+            or(
+              and(eq(schedulerItems.state, "pending"), lte(schedulerItems.runAt, now)),
+              and(eq(schedulerItems.state, "running"), lt(schedulerItems.leasedUntil, now)),
+            ),
+          )
+          .orderBy(asc(schedulerItems.runAt))
+          .limit(free)
+          .all();
+        for (const it of dueItems) started.push(this.track(this.runItem(it.id)));
+      }
+      ran += started.length;
+      if (!wait || started.length === 0) break;
+      await Promise.allSettled(started);
+    }
+    return ran;
+  }
+
+  private track(p: Promise<void>): Promise<void> {
+    this.running.add(p);
+    void p.finally(() => this.running.delete(p));
+    return p;
+  }
+
+  /** Run task or item `id` now, whatever its schedule, and wait for it. */
+  async runNow(id: string): Promise<void> {
+    if (this.tasks.has(id)) {
+      await this.runTask(id, true);
+      return;
+    }
+    const item = this.db.select({ id: schedulerItems.id }).from(schedulerItems).where(eq(schedulerItems.id, id)).get();
+    if (!item) throw new Error(`no scheduler task or item ${id}`);
+    await this.runItem(id, true);
+  }
+
+  private async runTask(id: string, force = false): Promise<void> {
+    const def = this.tasks.get(id);
+    if (!def) return;
+    const now = this.clock.now();
+    const claim = this.db
+      .update(schedulerTasks)
+      .set({ leasedUntil: now + this.leaseMs })
+      .where(
+        force
+          ? eq(schedulerTasks.id, id)
+          : and(eq(schedulerTasks.id, id), lte(schedulerTasks.nextRunAt, now), or(isNull(schedulerTasks.leasedUntil), lt(schedulerTasks.leasedUntil, now))),
+      )
+      .returning({ id: schedulerTasks.id })
+      .all();
+    if (claim.length === 0) return;
+    let status = "ok";
+    let error: string | null = null;
+    try {
+      await def.handler();
+    } catch (e) {
+      status = "failed";
+      error = (e as Error)?.message ?? String(e);
+      this.log.error("scheduled task failed", { task: id, err: e });
+    }
+    const after = this.clock.now();
+    this.db
+      .update(schedulerTasks)
+      .set({ leasedUntil: null, lastRunAt: after, lastStatus: status, lastError: error, nextRunAt: nextCronRun(def.cron, after) })
+      .where(eq(schedulerTasks.id, id))
+      .run();
+  }
+
+  private async runItem(id: string, force = false): Promise<void> {
+    const now = this.clock.now();
+    const row = this.db.select().from(schedulerItems).where(eq(schedulerItems.id, id)).get();
+    if (!row) return;
+    const resumed = row.state === "running";
+    const claim = this.db
+      .update(schedulerItems)
+      .set({ state: "running", leasedUntil: now + this.leaseMs, attempts: row.attempts + 1 })
+      .where(
+        force
+          ? and(eq(schedulerItems.id, id), or(eq(schedulerItems.state, "pending"), eq(schedulerItems.state, "running"), eq(schedulerItems.state, "failed")))
+          : and(
+              eq(schedulerItems.id, id),
+              eq(schedulerItems.attempts, row.attempts),
+              or(
+                and(eq(schedulerItems.state, "pending"), lte(schedulerItems.runAt, now)),
+                and(eq(schedulerItems.state, "running"), lt(schedulerItems.leasedUntil, now)),
+              ),
+            ),
+      )
+      .returning({ id: schedulerItems.id })
+      .all();
+    if (claim.length === 0) return;
+    const def = this.items.get(row.kind);
+    const attempt = row.attempts + 1;
+    if (!def) {
+      this.finishItem(id, "failed", `no handler for ${row.kind}`);
+      return;
+    }
+    // Renew the lease while the handler runs, so a long run is not taken over by another worker.
+    const renew = setInterval(() => {
+      this.db.update(schedulerItems).set({ leasedUntil: this.clock.now() + this.leaseMs }).where(eq(schedulerItems.id, id)).run();
+    }, Math.max(1000, Math.floor(this.leaseMs / 3)));
+    try {
+      await def.handler(JSON.parse(row.payload), { id, attempt, resumed });
+      this.finishItem(id, "done", null);
+    } catch (e) {
+      const message = (e as Error)?.message ?? String(e);
+      if (attempt >= row.maxAttempts) {
+        this.finishItem(id, "failed", message);
+        this.log.error("work item failed for good", { item: id, kind: row.kind, attempt, err: e });
+      } else {
+        this.db
+          .update(schedulerItems)
+          .set({ state: "pending", leasedUntil: null, lastError: message, runAt: this.clock.now() + def.backoffMs(attempt) })
+          .where(eq(schedulerItems.id, id))
+          .run();
+        this.log.warn("work item failed; will retry", { item: id, kind: row.kind, attempt, err: message });
+      }
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  private finishItem(id: string, state: "done" | "failed", error: string | null): void {
+    this.db
+      .update(schedulerItems)
+      .set({ state, leasedUntil: null, lastError: error, finishedAt: this.clock.now(), dedupeKey: null })
+      .where(eq(schedulerItems.id, id))
+      .run();
+  }
+}

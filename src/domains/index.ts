@@ -1,0 +1,7 @@
+/**
+ * Every domain module, in installation order. The access domain comes first: it installs the
+ * authentication hooks the others rely on.
+ */
+import type { DomainModule } from "../core/core";
+
+export const DOMAINS: readonly DomainModule[] = [];

@@ -1,0 +1,125 @@
+#!/usr/bin/env bun
+/**
+ * `ops` entry point: argv → the command table (src/commands.ts). Unknown commands and flags get a
+ * one-line error and exit code 2; `ops --help` and `ops <command> --help` print usage.
+ */
+import { parseArgs } from "node:util";
+import { COMMANDS } from "./commands";
+import { EXIT, type Command, type CommandIO } from "./commands/types";
+import { ConfigError } from "./core/config";
+import { OpsError } from "./core/errors";
+import { VERSION } from "./version";
+
+function findCommand(argv: string[]): { command: Command; rest: string[] } | null {
+  const two = argv.slice(0, 2).join(" ");
+  const byTwo = COMMANDS.find((c) => c.name === two);
+  if (byTwo && argv.length >= 2) return { command: byTwo, rest: argv.slice(2) };
+  const byOne = COMMANDS.find((c) => c.name === argv[0]);
+  return byOne ? { command: byOne, rest: argv.slice(1) } : null;
+}
+
+export function topHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  const lines = COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+  return `ops ${VERSION}: a self-hosted operations platform in one binary.
+
+Usage: ops <command> [flags]
+
+Commands:
+${lines.join("\n")}
+
+Run 'ops <command> --help' for a command's flags.
+
+Exit codes: 0 ok, 1 failed, 2 bad usage, 3 not signed in or token refused,
+4 server unreachable, 5 denied.
+`;
+}
+
+export function commandHelp(c: Command): string {
+  const flags = Object.entries(c.flags ?? {});
+  const width = Math.max(10, ...flags.map(([n, f]) => `--${n}${f.value ? ` ${f.value}` : ""}`.length));
+  const flagLines = flags.map(([n, f]) => {
+    const left = `--${n}${f.value ? ` ${f.value}` : ""}`;
+    return `  ${left.padEnd(width)}  ${f.description}${f.env ? ` [${f.env}]` : ""}`;
+  });
+  flagLines.push(`  ${"--help".padEnd(width)}  Show this help`);
+  return `Usage: ops ${c.name}${c.usage ? ` ${c.usage}` : ""}
+
+${c.summary}.${c.description ? `\n\n${c.description}` : ""}
+
+Flags:
+${flagLines.join("\n")}
+`;
+}
+
+/** Run `argv` (without the executable) and return the exit code. */
+export async function runCli(argv: string[], io: CommandIO): Promise<number> {
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
+    if (argv[0] === "help" && argv[1]) return runCli([...argv.slice(1), "--help"], io);
+    io.stdout(topHelp());
+    return argv.length === 0 ? EXIT.usage : EXIT.ok;
+  }
+  if (argv[0] === "--version" || argv[0] === "-v") {
+    io.stdout(`ops ${VERSION}\n`);
+    return EXIT.ok;
+  }
+  const found = findCommand(argv);
+  if (!found) {
+    const group = COMMANDS.filter((c) => c.name.startsWith(`${argv[0]} `));
+    if (group.length > 0 && (argv.length === 1 || argv[1] === "--help")) {
+      io.stdout(`Usage: ops ${argv[0]} <command>\n\n${group.map((c) => `  ${c.name.padEnd(28)}  ${c.summary}`).join("\n")}\n`);
+      return argv.length === 1 ? EXIT.usage : EXIT.ok;
+    }
+    const name = group.length > 0 ? `${argv[0]} ${argv[1]}` : argv[0];
+    io.stderr(`ops: unknown command "${name}". Run 'ops --help' for the list.\n`);
+    return EXIT.usage;
+  }
+  const { command, rest } = found;
+  if (rest.includes("--help") || rest.includes("-h")) {
+    io.stdout(commandHelp(command));
+    return EXIT.ok;
+  }
+  const options: Record<string, { type: "string" | "boolean"; short?: string; multiple?: boolean }> = {};
+  for (const [name, f] of Object.entries(command.flags ?? {})) {
+    options[name] = { type: f.type };
+    if (f.short) options[name].short = f.short;
+    if (f.multiple) options[name].multiple = true;
+  }
+  let parsed: { values: Record<string, unknown>; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: rest, options, strict: true, allowPositionals: true });
+  } catch (e) {
+    const msg = (e as Error).message.split("\n")[0].replace(/\. To specify a positional argument.*$/, "");
+    io.stderr(`ops ${command.name}: ${msg}. Run 'ops ${command.name} --help'.\n`);
+    return EXIT.usage;
+  }
+  if (parsed.positionals.length > (command.maxArgs ?? 0)) {
+    io.stderr(`ops ${command.name}: unexpected argument "${parsed.positionals[command.maxArgs ?? 0]}". Run 'ops ${command.name} --help'.\n`);
+    return EXIT.usage;
+  }
+  try {
+    return await command.run({ ...io, flags: parsed.values as Record<string, string | boolean | string[] | undefined>, args: parsed.positionals });
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      io.stderr(`ops: bad configuration: ${e.message}\n`);
+      return EXIT.usage;
+    }
+    if (e instanceof OpsError) {
+      io.stderr(`ops ${command.name}: ${e.message}\n`);
+      return EXIT.failure;
+    }
+    io.stderr(`ops ${command.name}: ${(e as Error)?.message ?? String(e)}\n`);
+    return EXIT.failure;
+  }
+}
+
+if (import.meta.main) {
+  const code = await runCli(process.argv.slice(2), {
+    stdout: (t) => process.stdout.write(t),
+    stderr: (t) => process.stderr.write(t),
+    env: process.env,
+    cwd: process.cwd(),
+  });
+  // `serve` never returns; every other command ends here.
+  process.exit(code);
+}

@@ -1,0 +1,65 @@
+/**
+ * `ops serve`: the long-running server. Start order: core (migrations) → domains' serve work →
+ * HTTP listener → scheduler → ready. On SIGTERM/SIGINT: /readyz goes 503, the listener stops
+ * taking connections, in-flight requests finish (bounded by OPS_SHUTDOWN_GRACE_MS), the scheduler
+ * stops, close hooks flush, the databases close, and the process exits 0.
+ */
+import type { Config } from "./core/config";
+import { createCore, createHttpApp, closeCore, modulesOf, maxBodyLimit, type CoreOptions } from "./app";
+import type { Core } from "./core/core";
+
+export interface RunningServer {
+  core: Core;
+  url: string;
+  port: number;
+  /** Drain and close; resolves when everything is closed. */
+  shutdown(reason: string): Promise<void>;
+}
+
+export async function startServer(config: Config, opts: CoreOptions & { installSignals?: boolean } = {}): Promise<RunningServer> {
+  const core = createCore(config, opts);
+  for (const m of modulesOf(core)) await m.onServe?.(core);
+  const app = createHttpApp(core);
+  app.listen({ hostname: config.listen.host, port: config.listen.port, maxRequestBodySize: maxBodyLimit(core), idleTimeout: 120 });
+  const server = app.server;
+  if (!server) throw new Error("the HTTP server did not start");
+  core.scheduler.start();
+  core.state.ready = true;
+  const url = `http://${config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host}:${server.port}`;
+  core.log.info("ops is serving", { listen: url, public_url: config.publicUrl, data_dir: config.dataDir, version: core.version });
+
+  let closing: Promise<void> | null = null;
+  const shutdown = (reason: string): Promise<void> => {
+    if (closing) return closing;
+    closing = (async () => {
+      core.log.info("shutting down", { reason });
+      core.state.draining = true;
+      const grace = config.shutdownGraceMs;
+      const stopped = server.stop(false);
+      const timedOut = await Promise.race([stopped.then(() => false), Bun.sleep(grace).then(() => true)]);
+      if (timedOut) {
+        core.log.warn("in-flight requests did not finish in time; closing them", { grace_ms: grace });
+        await server.stop(true);
+      }
+      await core.scheduler.stop(grace);
+      await closeCore(core);
+      core.log.info("stopped");
+    })();
+    return closing;
+  };
+
+  if (opts.installSignals) {
+    const onSignal = (sig: string) => {
+      void shutdown(sig).then(
+        () => process.exit(0),
+        (e) => {
+          core.log.error("shutdown failed", { err: e });
+          process.exit(1);
+        },
+      );
+    };
+    process.once("SIGTERM", () => onSignal("SIGTERM"));
+    process.once("SIGINT", () => onSignal("SIGINT"));
+  }
+  return { core, url, port: server.port ?? config.listen.port, shutdown };
+}
