@@ -3,5 +3,6 @@
  * authentication hooks the others rely on.
  */
 import type { DomainModule } from "../core/core";
+import { accessModule } from "./access";
 
-export const DOMAINS: readonly DomainModule[] = [];
+export const DOMAINS: readonly DomainModule[] = [accessModule];

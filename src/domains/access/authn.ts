@@ -1,0 +1,214 @@
+/**
+ * The authentication hook and the grants loader the authorization macro calls on every request.
+ * They sit on the hot path, so they use statements prepared once per Core (raw bun:sqlite), and
+ * `last_seen_at` / `last_used` are batched in memory and flushed by the scheduler
+ * (`access.flush-last-used`, every minute) and on shutdown, never written per request.
+ */
+import type { Statement } from "bun:sqlite";
+import type { Core, Credentials, AccessHooks, ProjectRef } from "../../core/core";
+import type { Principal } from "../../core/authz/principal";
+import type { Grants, Membership, Policy } from "../../core/authz/effective";
+import { isWellFormedSecret, secretDigest } from "../../core/ids";
+import { sessionEndsAt } from "./sessions";
+
+interface SessionJoin {
+  id: string;
+  operator_id: string;
+  kind: "console" | "cli";
+  last_seen_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+  o_kind: "person" | "machine";
+  email: string | null;
+  handle: string | null;
+  display_name: string;
+  suspended_at: number | null;
+}
+
+interface TokenJoin {
+  id: string;
+  operator_id: string;
+  scopes: string;
+  project_id: string | null;
+  project_slug: string | null;
+  expires_at: number | null;
+  revoked_at: number | null;
+  o_kind: "person" | "machine";
+  email: string | null;
+  handle: string | null;
+  display_name: string;
+  suspended_at: number | null;
+}
+
+interface ProjectRowRaw {
+  id: string;
+  slug: string;
+  name: string;
+  environments: string;
+  archived_at: number | null;
+}
+
+interface Statements {
+  session: Statement<SessionJoin, [string]>;
+  token: Statement<TokenJoin, [string]>;
+  memberships: Statement<{ project_id: string | null; role_id: string; permissions: string }, [string]>;
+  policies: Statement<{ project_id: string; environment: string; role_id: string; allowed: string }, [string]>;
+  projectBySlug: Statement<ProjectRowRaw, [string]>;
+  projectById: Statement<ProjectRowRaw, [string]>;
+}
+
+/** In-memory batches of "last seen" times, flushed together. */
+export interface TouchBatch {
+  sessions: Map<string, number>;
+  tokens: Map<string, number>;
+}
+
+const BATCH_KEY = "access.touch";
+
+export function touchBatch(core: Core): TouchBatch {
+  let b = core.locals.get(BATCH_KEY) as TouchBatch | undefined;
+  if (!b) {
+    b = { sessions: new Map(), tokens: new Map() };
+    core.locals.set(BATCH_KEY, b);
+  }
+  return b;
+}
+
+/** Write the batched last-seen / last-used times in one transaction. */
+export function flushTouches(core: Core): number {
+  const b = touchBatch(core);
+  if (b.sessions.size === 0 && b.tokens.size === 0) return 0;
+  const s = [...b.sessions];
+  const t = [...b.tokens];
+  b.sessions.clear();
+  b.tokens.clear();
+  const upS = core.sqlite.query("UPDATE sessions SET last_seen_at = max(last_seen_at, ?) WHERE id = ?");
+  const upT = core.sqlite.query("UPDATE tokens SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?");
+  core.sqlite.transaction(() => {
+    for (const [id, at] of s) upS.run(at, id);
+    for (const [id, at] of t) upT.run(at, id);
+  }).immediate();
+  return s.length + t.length;
+}
+
+function prepare(core: Core): Statements {
+  const db = core.sqlite;
+  return {
+    session: db.query(
+      `SELECT s.id, s.operator_id, s.kind, s.last_seen_at, s.expires_at, s.revoked_at,
+              o.kind AS o_kind, o.email, o.handle, o.display_name, o.suspended_at
+         FROM sessions s JOIN operators o ON o.id = s.operator_id WHERE s.digest = ?`,
+    ),
+    token: db.query(
+      `SELECT t.id, t.operator_id, t.scopes, t.project_id, p.slug AS project_slug, t.expires_at, t.revoked_at,
+              o.kind AS o_kind, o.email, o.handle, o.display_name, o.suspended_at
+         FROM tokens t JOIN operators o ON o.id = t.operator_id LEFT JOIN projects p ON p.id = t.project_id
+        WHERE t.digest = ?`,
+    ),
+    memberships: db.query(
+      `SELECT m.project_id, m.role_id, r.permissions FROM memberships m JOIN roles r ON r.id = m.role_id WHERE m.operator_id = ?`,
+    ),
+    policies: db.query(
+      `SELECT ep.project_id, ep.environment, ep.role_id, ep.allowed
+         FROM environment_policies ep
+        WHERE ep.role_id IN (SELECT role_id FROM memberships WHERE operator_id = ?)`,
+    ),
+    projectBySlug: db.query("SELECT id, slug, name, environments, archived_at FROM projects WHERE slug = ?"),
+    projectById: db.query("SELECT id, slug, name, environments, archived_at FROM projects WHERE id = ?"),
+  };
+}
+
+function toRef(r: ProjectRowRaw | null): ProjectRef | null {
+  if (!r) return null;
+  return { id: r.id, slug: r.slug, name: r.name, archived: r.archived_at !== null, environments: JSON.parse(r.environments) as string[] };
+}
+
+/** Build the access hooks for `core` (installed by the access module). */
+export function accessHooks(core: Core): AccessHooks {
+  const st = prepare(core);
+  const batch = touchBatch(core);
+  // Role permission lists are parsed once per distinct JSON text.
+  const parsed = new Map<string, string[]>();
+  const list = (json: string) => {
+    let v = parsed.get(json);
+    if (!v) {
+      v = JSON.parse(json) as string[];
+      if (parsed.size > 10_000) parsed.clear();
+      parsed.set(json, v);
+    }
+    return v;
+  };
+
+  const fromSession = (secret: string, viaCookie: boolean): Principal | null => {
+    const row = st.session.get(secretDigest(secret));
+    if (!row || row.revoked_at !== null || row.suspended_at !== null) return null;
+    const now = core.clock.now();
+    const lastSeen = Math.max(row.last_seen_at, batch.sessions.get(row.id) ?? 0);
+    if (now >= sessionEndsAt({ kind: row.kind, expiresAt: row.expires_at }, lastSeen)) return null;
+    batch.sessions.set(row.id, now);
+    return {
+      operatorId: row.operator_id,
+      kind: row.o_kind,
+      name: (row.o_kind === "person" ? row.email : row.handle) ?? "",
+      email: row.email,
+      displayName: row.display_name,
+      suspended: false,
+      via: "console",
+      actor: row.o_kind === "person" ? (row.email ?? "") : "api-token",
+      sessionId: row.id,
+      sessionKind: row.kind,
+      tokenId: null,
+      tokenScopes: null,
+      tokenProjectId: null,
+      tokenProjectSlug: null,
+      viaCookie,
+    };
+  };
+
+  const fromToken = (secret: string): Principal | null => {
+    const row = st.token.get(secretDigest(secret));
+    if (!row || row.revoked_at !== null || row.suspended_at !== null) return null;
+    const now = core.clock.now();
+    if (row.expires_at !== null && now >= row.expires_at) return null;
+    batch.tokens.set(row.id, now);
+    const person = row.o_kind === "person";
+    return {
+      operatorId: row.operator_id,
+      kind: row.o_kind,
+      name: (person ? row.email : row.handle) ?? "",
+      email: row.email,
+      displayName: row.display_name,
+      suspended: false,
+      via: person ? "token" : "api-token",
+      actor: person ? (row.email ?? "") : "api-token",
+      sessionId: null,
+      sessionKind: null,
+      tokenId: row.id,
+      tokenScopes: list(row.scopes),
+      tokenProjectId: row.project_id,
+      tokenProjectSlug: row.project_slug,
+      viaCookie: false,
+    };
+  };
+
+  return {
+    authenticate(creds: Credentials): Principal | null {
+      const bearer = creds.bearer ?? creds.basicPassword;
+      if (bearer) {
+        if (isWellFormedSecret(bearer, ["opss_"])) return fromSession(bearer, false);
+        if (isWellFormedSecret(bearer, ["opst_"])) return fromToken(bearer);
+        // Some other credential (a registry JWT, an install code): not a principal here.
+        if (creds.bearer) return null;
+      }
+      if (creds.cookie && isWellFormedSecret(creds.cookie, ["opss_"])) return fromSession(creds.cookie, true);
+      return null;
+    },
+    findProject: (slug) => toRef(st.projectBySlug.get(slug)),
+    findProjectById: (id) => toRef(st.projectById.get(id)),
+    grants(principal: Principal): Grants {
+      const memberships: Membership[] = st.memberships.all(principal.operatorId).map((m) => ({ projectId: m.project_id, roleId: m.role_id, permissions: list(m.permissions) }));
+      const policies: Policy[] = st.policies.all(principal.operatorId).map((p) => ({ projectId: p.project_id, environment: p.environment, roleId: p.role_id, allowed: list(p.allowed) }));
+      return { memberships, policies };
+    },
+  };
+}
