@@ -6,6 +6,7 @@ import type { DomainModule } from "../../core/core";
 import { accessHooks, flushTouches } from "./authn";
 import { ensureFixedRoles } from "./roles";
 import { bootstrapOwner } from "./bootstrap";
+import { accessRoutes } from "./routes";
 
 export const accessModule: DomainModule = {
   name: "access",
@@ -19,6 +20,7 @@ export const accessModule: DomainModule = {
       flushTouches(core);
     });
   },
+  routes: accessRoutes,
   async onServe(core) {
     await bootstrapOwner(core);
   },

@@ -1,0 +1,20 @@
+/**
+ * Request and response schemas of the access domain (the spec's names). Schemas are the types:
+ * `type X = typeof X.static`.
+ */
+import { t } from "elysia";
+import { ErrorBody } from "../../core/http-schemas";
+
+export const PermissionResponse = t.Object({
+  key: t.String(),
+  group: t.String(),
+  label: t.String(),
+  hint: t.String(),
+});
+export type PermissionResponse = typeof PermissionResponse.static;
+
+/**
+ * Named schemas, registered with `.model(accessModels)` so OpenAPI lists them under
+ * components/schemas by the spec's names; routes refer to them as `"Name"` or `t.Ref("Name")`.
+ */
+export const accessModels = { PermissionResponse, ErrorBody };

@@ -1,0 +1,21 @@
+/**
+ * Access routes. Handlers parse, call a service, return; the `permission` macro has already
+ * authorized the caller and hands over `auth`.
+ */
+import { Elysia, t } from "elysia";
+import type { Core } from "../../core/core";
+import { authzPlugin } from "../../core/authz/plugin";
+import { PERMISSIONS } from "../../core/authz/catalog";
+import { errors } from "../../core/http-schemas";
+import { accessModels } from "./model";
+
+export function accessRoutes(core: Core) {
+  return new Elysia({ prefix: "/api/v1", tags: ["access"] })
+    .use(authzPlugin(core))
+    .model(accessModels)
+    .get("/permissions", () => PERMISSIONS.map((p) => ({ key: p.key, group: p.group, label: p.label, hint: p.hint })), {
+      permission: "authenticated",
+      detail: { summary: "The 28 permissions in console order, groups contiguous" },
+      response: { 200: t.Array(t.Ref("PermissionResponse")), ...errors(401) },
+    });
+}
