@@ -4,5 +4,6 @@
  */
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
+import { deviceModule } from "./device";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule];
+export const DOMAINS: readonly DomainModule[] = [accessModule, deviceModule];

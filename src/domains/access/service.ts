@@ -10,3 +10,4 @@ export { mintTokenIn, insertToken, assertMintable, isMintable, overCarry, resolv
 export { flushTouches } from "./authn";
 export { bootstrapOwner } from "./bootstrap";
 export { operatorName, toProjectRef, type OperatorRow, type ProjectRow, type RoleRow, type TokenRow, type SessionRow } from "./rows";
+export { rolesForProjects } from "./role-lists";
