@@ -4,5 +4,7 @@
  */
 import type { Command } from "./commands/types";
 import { serveCommand, migrateCommand, versionCommand } from "./commands/server";
+import { publishCliCommand } from "./domains/cli/commands";
+import { CLIENT_COMMANDS } from "./cli";
 
-export const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, versionCommand];
+export const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, versionCommand, publishCliCommand, ...CLIENT_COMMANDS];

@@ -5,5 +5,6 @@
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
 import { deviceModule } from "./device";
+import { cliModule } from "./cli";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule, deviceModule];
+export const DOMAINS: readonly DomainModule[] = [accessModule, deviceModule, cliModule];
