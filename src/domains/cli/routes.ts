@@ -78,6 +78,7 @@ export function cliRoutes(core: Core) {
     .post(
       "/releases",
       async ({ query, request, auth, set }) => {
+        if (request.bodyUsed) throw new OpsError("unsupported_media_type", "Send the binary as application/octet-stream.");
         if (!request.body) throw new OpsError("validation_failed", "body: send the binary as the request body.", { fields: [{ path: "body", message: "missing" }] });
         const release = await publishRelease(core, { version: query.version, target: query.target, digest: query.digest, body: request.body, publishedBy: auth.principal.operatorId }, actorOf(auth.principal, auth.meta));
         set.status = 201;
@@ -85,13 +86,14 @@ export function cliRoutes(core: Core) {
       },
       {
         permission: "estate.manage",
-        parse: "none",
+        // The handler streams request.body into the blob store; nothing is buffered here.
+        parse: () => ({}),
         query: PublishReleaseQuery,
         detail: {
           summary: "Publish a CLI binary (raw bytes as the body; ?version=&target=)",
           requestBody: { required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
         },
-        response: { 201: t.Ref("CliReleaseResponse"), ...errors(401, 403, 409, 413, 422) },
+        response: { 201: t.Ref("CliReleaseResponse"), ...errors(401, 403, 409, 413, 415, 422) },
       },
     );
 }
