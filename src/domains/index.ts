@@ -6,5 +6,6 @@ import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
 import { deviceModule } from "./device";
 import { cliModule } from "./cli";
+import { statusModule } from "./status";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule, deviceModule, cliModule];
+export const DOMAINS: readonly DomainModule[] = [accessModule, deviceModule, cliModule, statusModule];
