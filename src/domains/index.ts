@@ -7,5 +7,6 @@ import { accessModule } from "./access";
 import { deviceModule } from "./device";
 import { cliModule } from "./cli";
 import { statusModule } from "./status";
+import { consoleModule } from "../console/module";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule, deviceModule, cliModule, statusModule];
+export const DOMAINS: readonly DomainModule[] = [accessModule, deviceModule, cliModule, statusModule, consoleModule];
