@@ -4,7 +4,7 @@ import path from "node:path";
 import { openDatabase, closeDatabase, tx, type OpenedDb } from "./db/client";
 import { runMigrations } from "./db/migrate";
 import { FixedClock } from "./clock";
-import { OpsError } from "./errors";
+import { OpsError, type ErrorCode } from "./errors";
 import { SecretsStore, generateMasterKeyText, parseMasterKey, keyIdOf } from "./secrets";
 import { tempDir } from "../../test/harness";
 
@@ -32,7 +32,7 @@ function env(): Env {
   };
 }
 
-function expectOpsError(fn: () => unknown, code: string, status: number): OpsError {
+function expectOpsError(fn: () => unknown, code: ErrorCode, status: number): OpsError {
   try {
     fn();
   } catch (e) {

@@ -36,7 +36,8 @@ export interface PermissionOptions {
   key: PermissionKey | typeof AUTHENTICATED;
   /**
    * Where the project comes from. Default: the `:slug` path parameter when the route has one.
-   * A function returns the project's slug (or throws its own not-found).
+   * A function returns the project's slug (or throws its own not-found). Annotate its parameter
+   * (`(ctx: ResolveContext) => …`): an unannotated arrow makes TypeScript lose the handler's `auth`.
    */
   project?: (ctx: ResolveContext) => string | Promise<string>;
   /**
