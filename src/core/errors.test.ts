@@ -134,6 +134,16 @@ describe("normaliseError: Elysia's errors", () => {
     expect(n).toMatchObject({ status: 400, code: "malformed_json" });
   });
 
+  test("an OpsError thrown by a body parser keeps its status through Elysia's PARSE wrapper", async () => {
+    const parsing = new Elysia()
+      .onParse(() => {
+        throw new OpsError("payload_too_large", "Too big.");
+      })
+      .post("/p", ({ body }) => body);
+    const n = await elysiaError(parsing, new Request("http://localhost/p", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }));
+    expect(n).toMatchObject({ status: 413, code: "payload_too_large", message: "Too big." });
+  });
+
   test("NOT_FOUND is 404 not_found", async () => {
     const n = await elysiaError(app, new Request("http://localhost/nowhere"));
     expect(n).toMatchObject({ status: 404, code: "not_found" });
