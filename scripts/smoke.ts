@@ -24,7 +24,7 @@ const port = probe.port as number;
 probe.stop(true);
 const base = `http://127.0.0.1:${port}`;
 
-const child = Bun.spawn([binary, "serve", "--data-dir", path.join(data, "data"), "--listen", `127.0.0.1:${port}`], { cwd, stdout: "pipe", stderr: "pipe" });
+const child = Bun.spawn([binary, "serve", "--data-dir", path.join(data, "data"), "--listen", `127.0.0.1:${port}`], { cwd, stdout: "ignore", stderr: "pipe" });
 try {
   const deadline = Date.now() + 30_000;
   let ready = false;
@@ -62,3 +62,5 @@ for (const db of ["ops.db", "telemetry.db"]) {
 console.log("smoke: SIGTERM exit 0, databases sound");
 rmSync(cwd, { recursive: true, force: true });
 rmSync(data, { recursive: true, force: true });
+// Exit explicitly: the child's stderr pipe would otherwise keep the event loop alive.
+process.exit(0);
