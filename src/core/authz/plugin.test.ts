@@ -55,7 +55,7 @@ const PEOPLE: Record<string, { principal: Principal; grants: Grants }> = {
   viewer: { principal: person("viewer"), grants: { memberships: [{ projectId: "p-shop", roleId: "viewer", permissions: role("viewer") }], policies: [] } },
   shopowner: { principal: person("shopowner"), grants: { memberships: [{ projectId: "p-shop", roleId: "owner", permissions: role("owner") }], policies: [] } },
   suspended: { principal: person("suspended", { suspended: true }), grants: { memberships: [{ projectId: null, roleId: "owner", permissions: role("owner") }], policies: [] } },
-  broken: { principal: person("broken"), grants: { memberships: [], policies: [] } },
+  loner: { principal: person("loner"), grants: { memberships: [], policies: [] } },
 };
 
 const testAccess: AccessHooks = {
@@ -209,9 +209,12 @@ describe("403: known caller, not allowed", () => {
     await expectStatus(await app.request("POST", "/t/estate/projects", { token: "owner" }), 200);
   });
 
-  test("a suspended operator is refused everything but self-service", async () => {
-    await expectStatus(await app.request("GET", "/t/projects/shop/things", { token: "suspended" }), 403);
-    expect(lastAudit()).toMatchObject({ actor: "suspended@ops.test", reason: "operator is suspended" });
+  test("a suspended operator is refused everything, self-service included", async () => {
+    const body = await expectStatus(await app.request("GET", "/t/projects/shop/things", { token: "suspended" }), 403);
+    expect(body.message).toBe("Your account is suspended.");
+    expect(lastAudit()).toMatchObject({ actor: "suspended@ops.test", action: "resources.read", reason: "operator is suspended" });
+    await expectStatus(await app.request("GET", "/t/me", { token: "suspended" }), 403);
+    expect(lastAudit()).toMatchObject({ actor: "suspended@ops.test", action: "authenticated", outcome: "denied", reason: "operator is suspended" });
   });
 });
 
@@ -255,9 +258,10 @@ describe("allowed", () => {
     expect(await expectStatus(await app.request("GET", "/t/things", { token: "viewer" }), 200)).toEqual({ project: null, environment: null, actor: "viewer@ops.test" });
   });
 
-  test("'authenticated' lets any signed-in caller through", async () => {
-    await expectStatus(await app.request("GET", "/t/me", { token: "viewer" }), 200);
-    await expectStatus(await app.request("GET", "/t/me", { token: "suspended" }), 200);
+  test("'authenticated' lets any signed-in caller through, with or without memberships", async () => {
+    expect(await expectStatus(await app.request("GET", "/t/me", { token: "viewer" }), 200)).toEqual({ project: null, environment: null, actor: "viewer@ops.test" });
+    expect((await expectStatus(await app.request("GET", "/t/me", { token: "loner" }), 200)).actor).toBe("loner@ops.test");
+    await expectStatus(await app.request("GET", "/t/things", { token: "loner" }), 403);
   });
 
   test("a valid caller with an invalid body gets 422 (validation after authorization)", async () => {
