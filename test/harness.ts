@@ -12,6 +12,7 @@ import { loadConfig } from "../src/core/config";
 import { FixedClock } from "../src/core/clock";
 import { createCore, createHttpApp, closeCore, maxBodyLimit, type HttpApp } from "../src/app";
 import type { Core, DomainModule } from "../src/core/core";
+import type { Principal } from "../src/core/authz/principal";
 
 export interface RequestOptions {
   body?: unknown;
@@ -160,4 +161,30 @@ export function integrityOk(file: string): boolean {
   } finally {
     db.close();
   }
+}
+
+/**
+ * A principal for kernel tests that stand in for the access domain (fake access hooks): a person
+ * `<name>@ops.test` signed in with a console session. Domain tests create real ones through the
+ * access domain's services instead.
+ */
+export function fakePrincipal(name: string, over: Partial<Principal> = {}): Principal {
+  return {
+    operatorId: `op-${name}`,
+    kind: "person",
+    name: `${name}@ops.test`,
+    email: `${name}@ops.test`,
+    displayName: name,
+    suspended: false,
+    via: "console",
+    actor: `${name}@ops.test`,
+    sessionId: `s-${name}`,
+    sessionKind: "console",
+    tokenId: null,
+    tokenScopes: null,
+    tokenProjectId: null,
+    tokenProjectSlug: null,
+    viaCookie: false,
+    ...over,
+  };
 }

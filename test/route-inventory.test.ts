@@ -6,12 +6,11 @@
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { Elysia, t } from "elysia";
-import { createTestApp, type TestApp } from "./harness";
+import { createTestApp, fakePrincipal, type TestApp } from "./harness";
 import { checkRouteInventory, listRoutes, probeUnauthenticated, probeForbidden, examplePath, type DenialCaller, type Send } from "./inventory";
 import { DOMAINS } from "../src/domains";
 import { authzPlugin } from "../src/core/authz/plugin";
 import type { DomainModule } from "../src/core/core";
-import type { Principal } from "../src/core/authz/principal";
 
 const sendTo =
   (app: TestApp): Send =>
@@ -51,23 +50,7 @@ describe("the full app", () => {
 });
 
 describe("the checks catch mistakes (a throwaway app)", () => {
-  const nobody: Principal = {
-    operatorId: "op-nobody",
-    kind: "person",
-    name: "nobody@ops.test",
-    email: "nobody@ops.test",
-    displayName: "Nobody",
-    suspended: false,
-    via: "console",
-    actor: "nobody@ops.test",
-    sessionId: "s-nobody",
-    sessionKind: "console",
-    tokenId: null,
-    tokenScopes: null,
-    tokenProjectId: null,
-    tokenProjectSlug: null,
-    viaCookie: false,
-  };
+  const nobody = fakePrincipal("nobody");
   const sloppy: DomainModule = {
     name: "sloppy",
     install(core) {

@@ -5,29 +5,11 @@ import { describe, test, expect } from "bun:test";
 import { evaluate, effectivePermissions, denyReason, NO_GRANTS, type Grants, type Membership, type Policy, type Scope } from "./effective";
 import { FIXED_ROLES, PERMISSION_KEYS, PERMISSIONS, ESTATE_KEYS } from "./catalog";
 import type { Principal } from "./principal";
+import { fakePrincipal } from "../../../test/harness";
 
 const role = (slug: string) => FIXED_ROLES.find((r) => r.slug === slug)!.permissions;
 
-function principal(over: Partial<Principal> = {}): Principal {
-  return {
-    operatorId: "op-1",
-    kind: "person",
-    name: "ada@ops.test",
-    email: "ada@ops.test",
-    displayName: "Ada",
-    suspended: false,
-    via: "console",
-    actor: "ada@ops.test",
-    sessionId: "s-1",
-    sessionKind: "console",
-    tokenId: null,
-    tokenScopes: null,
-    tokenProjectId: null,
-    tokenProjectSlug: null,
-    viaCookie: false,
-    ...over,
-  };
-}
+const principal = (over: Partial<Principal> = {}) => fakePrincipal("ada", over);
 
 const member = (projectId: string | null, roleId: string, permissions: readonly string[] = role(roleId)): Membership => ({ projectId, roleId, permissions });
 const inP = (projectId: string, environment: string | null = "production"): Scope => ({ kind: "project", projectId, environment });

@@ -5,7 +5,7 @@
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { Elysia, t } from "elysia";
-import { createTestApp, expectStatus, type TestApp } from "../../../test/harness";
+import { createTestApp, expectStatus, fakePrincipal, type TestApp } from "../../../test/harness";
 import type { DomainModule, ProjectRef, AccessHooks } from "../core";
 import type { Principal } from "./principal";
 import type { Grants } from "./effective";
@@ -20,26 +20,7 @@ const PROJECTS: ProjectRef[] = [
   { id: "p-blog", slug: "blog", name: "Blog", archived: false, environments: ["production"] },
 ];
 
-function person(name: string, over: Partial<Principal> = {}): Principal {
-  return {
-    operatorId: `op-${name}`,
-    kind: "person",
-    name: `${name}@ops.test`,
-    email: `${name}@ops.test`,
-    displayName: name,
-    suspended: false,
-    via: "console",
-    actor: `${name}@ops.test`,
-    sessionId: `s-${name}`,
-    sessionKind: "console",
-    tokenId: null,
-    tokenScopes: null,
-    tokenProjectId: null,
-    tokenProjectSlug: null,
-    viaCookie: false,
-    ...over,
-  };
-}
+const person = fakePrincipal;
 
 /** Who each test bearer is, and what they hold. */
 const PEOPLE: Record<string, { principal: Principal; grants: Grants }> = {
