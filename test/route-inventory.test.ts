@@ -11,6 +11,8 @@ import { checkRouteInventory, listRoutes, probeUnauthenticated, probeForbidden, 
 import { DOMAINS } from "../src/domains";
 import { authzPlugin } from "../src/core/authz/plugin";
 import type { DomainModule } from "../src/core/core";
+import { makePerson, makeProject, makeRole } from "./fixtures";
+import { ESTATE_KEYS, PERMISSION_KEYS, type PermissionKey } from "../src/core/authz/catalog";
 
 const sendTo =
   (app: TestApp): Send =>
@@ -35,15 +37,30 @@ describe("the full app", () => {
     expect(await probeUnauthenticated(full.app, sendTo(full))).toEqual([]);
   });
 
-  describe("403 for every route (the access domain supplies the callers)", () => {
+  describe("403 for every route", () => {
     test("every route guarded by a catalog permission answers 403 to a caller who lacks it", async () => {
-      // The access domain replaces this with a factory that mints a real principal (through its
-      // services) holding every permission but the route's, in a real project.
-      const caller: DenialCaller = async () => ({ skip: "no access domain is installed yet to create a real principal" });
+      // Real principals through the access services: for an Estate key, an estate-wide maintainer
+      // (everything but the Estate keys); for any other key, a member of a real project whose
+      // project role holds every other project permission.
+      const project = makeProject(full, "inventory-probe");
+      const sessions = new Map<string, string>();
+      const caller: DenialCaller = async (route) => {
+        const key = route.permission as PermissionKey;
+        let session = sessions.get(key);
+        if (!session) {
+          if (ESTATE_KEYS.has(key)) {
+            session = (await makePerson(full, [{ role: "maintainer", project: null }])).session;
+          } else {
+            const keep = PERMISSION_KEYS.filter((k) => k !== key && !ESTATE_KEYS.has(k));
+            const roleId = makeRole(full, project.slug, `all-but-${key.replace(".", "-")}`, keep);
+            session = (await makePerson(full, [{ role: roleId, project: project.slug }])).session;
+          }
+          sessions.set(key, session);
+        }
+        return { headers: { authorization: `Bearer ${session}` }, params: { slug: project.slug } };
+      };
       const { problems, skipped } = await probeForbidden(full.app, sendTo(full), caller);
       expect(problems).toEqual([]);
-      // No route may go unprobed: the first catalog-permission route makes this fail until a
-      // real caller factory is written here.
       expect(skipped).toEqual([]);
     });
   });
