@@ -204,6 +204,8 @@ export function createHttpApp(core: Core) {
         path: "/api/docs",
         specPath: "/api/docs/json",
         exclude: ["/api/docs", "/api/docs/json"],
+        // Routes with a dot (GET /api/v1/cli/install.sh) are API routes too; static files hide themselves.
+        excludeStaticFile: false,
         documentation: {
           info: { title: "ops", version: core.version, description: "The ops API: access, resources, delivery, observability, translations and packages." },
           components: {

@@ -98,7 +98,7 @@ export const updateCommand: Command = {
       await fh.sync();
       await fh.close();
       fh = null;
-      const check = Bun.spawnSync([staged, "--version"], { stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "" } });
+      const check = Bun.spawnSync([staged, "--version"], { stdout: "pipe", stderr: "pipe", env: { PATH: ctx.env.PATH ?? "" } });
       const reported = check.stdout.toString().trim();
       if (check.exitCode !== 0 || reported !== `ops ${release.version}`) {
         throw new CliError(`the downloaded binary does not run as ops ${release.version} (it said "${reported.slice(0, 80)}"). Kept ops ${VERSION}.`, EXIT.failure);

@@ -11,6 +11,7 @@
  */
 import path from "node:path";
 import css from "./app.css" with { type: "text" };
+import { OpsError } from "../core/errors";
 
 declare const OPS_CONSOLE_JS: string | undefined;
 
@@ -52,6 +53,10 @@ function hashOf(text: string): string {
 export function consoleAssets(): Promise<ConsoleAssets> {
   if (!pending) {
     const embedded = typeof OPS_CONSOLE_JS === "string" ? OPS_CONSOLE_JS : null;
+    if (embedded === null && Bun.isStandaloneExecutable) {
+      // A compiled binary has no source to bundle from: only a build with consoleDefine() has a console.
+      return Promise.reject(new OpsError("unavailable", "This ops binary was built without the console; build it with consoleDefine() (see src/console/bundle.ts)."));
+    }
     pending = (embedded !== null ? Promise.resolve(embedded) : buildConsoleJs()).then((js) => ({ js, css, version: hashOf(js + css) }));
     pending.catch(() => {
       pending = null;

@@ -37,10 +37,7 @@ export function cliRoutes(core: Core) {
         }),
       {
         public: true,
-        detail: {
-          summary: "The installer, holding a freshly minted token; the install code arrives as Authorization: Bearer opsi_…",
-          responses: { 200: { description: "POSIX sh installer", content: { "text/x-shellscript": { schema: { type: "string" } } } } },
-        },
+        detail: { summary: "The installer (text/x-shellscript), holding a freshly minted token; the install code arrives as Authorization: Bearer opsi_…" },
         response: { 200: t.String({ description: "text/x-shellscript" }), ...errors(401, 503) },
       },
     )
@@ -68,11 +65,8 @@ export function cliRoutes(core: Core) {
       {
         permission: "project.read",
         params: ReleaseParams,
-        detail: {
-          summary: "Download a release's binary",
-          responses: { 200: { description: "The binary", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } } },
-        },
-        response: { 200: t.Any({ description: "application/octet-stream" }), ...errors(401, 403, 404, 422) },
+        detail: { summary: "Download a release's binary (application/octet-stream)" },
+        response: { 200: t.String({ format: "binary", description: "The binary, application/octet-stream" }), ...errors(401, 403, 404, 422) },
       },
     )
     .post(

@@ -17,7 +17,7 @@ export function deviceRoutes(core: Core) {
     .use(authzPlugin(core))
     .model({ ...deviceModels, ErrorBody })
     .post(
-      "/",
+      "",
       ({ body, meta, set }) => {
         set.headers["cache-control"] = "no-store";
         return startDeviceGrant(core, body, meta);
