@@ -110,7 +110,7 @@ export function App() {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        {error && <Alert>{error}</Alert>}
+        {error && needsPerson && <Alert>{error}</Alert>}
         {screen}
       </main>
     </>
