@@ -84,7 +84,7 @@ async function startLogin(binary: string, home: string, args: string[] = []) {
   let stderr = "";
   const decoder = new TextDecoder();
   let code: string | null = null;
-  while (code === null) {
+  while (code === null || !stderr.includes("Waiting for approval")) {
     const { done, value } = await reader.read();
     if (done) throw new Error(`ops login ended before printing a code:\n${stderr}`);
     stderr += decoder.decode(value);

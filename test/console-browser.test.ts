@@ -81,7 +81,7 @@ describe("the console in chromium", () => {
     const secret = (await page.locator("code.secret").textContent())!.trim();
     expect(secret).toMatch(/^[A-Z2-7]{16,}$/);
     await shot(page, "account-mfa-enrol");
-    await page.getByLabel("Code").fill(totp(secret));
+    await page.getByLabel("Code", { exact: true }).fill(totp(secret));
     await page.getByRole("button", { name: "Confirm" }).click();
     await page.getByText("Two-factor authentication is on").waitFor();
     await shot(page, "account");

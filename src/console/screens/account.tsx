@@ -88,7 +88,7 @@ function Mfa(props: { me: Me; onChange: () => void }) {
             <li>Enter the 6-digit code the app shows.</li>
           </ol>
           <label for="mfa-code">Code</label>
-          <input id="mfa-code" inputMode="numeric" autocomplete="one-time-code" maxLength={8} required value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+          <input id="mfa-code" class="otp" inputMode="numeric" autocomplete="one-time-code" maxLength={8} required value={code} onInput={(e) => setCode(e.currentTarget.value)} />
           {error && <Alert>{error}</Alert>}
           <div class="actions">
             <button type="submit" class="primary">

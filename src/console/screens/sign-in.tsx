@@ -59,6 +59,7 @@ export function SignIn(props: { onSignedIn: () => void; next: string }) {
             <input
               id="code"
               name="code"
+              class="otp"
               ref={codeRef}
               inputMode="numeric"
               autocomplete="one-time-code"
