@@ -4,5 +4,7 @@
  */
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
+import { resourcesModule } from "./resources";
+import { secretsModule } from "./secrets";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule];
+export const DOMAINS: readonly DomainModule[] = [accessModule, resourcesModule, secretsModule];

@@ -232,3 +232,17 @@ export async function observeRow(core: Core, row: ResourceRow): Promise<Resource
 }
 
 export type { ResourceType };
+
+/**
+ * Replace a resource's spec from inside another domain's transaction (a secret group gaining or
+ * losing a declared variable). Bumps the version like every write; the caller audits.
+ */
+export function rewriteSpecIn(core: Core, t: Parameters<Parameters<typeof tx>[1]>[0], row: ResourceRow, spec: unknown, actorName: string): ResourceRow {
+  checkSpec(row.type as ResourceType, spec);
+  return t
+    .update(resources)
+    .set({ spec: JSON.stringify(spec), version: row.version + 1, updatedAt: core.clock.now(), updatedBy: actorName })
+    .where(eq(resources.id, row.id))
+    .returning()
+    .get();
+}
