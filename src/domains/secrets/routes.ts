@@ -84,7 +84,7 @@ export function secretsRoutes(core: Core) {
       {
         permission: { key: "secrets.reveal", environment: "none" },
         params: UnitParams,
-        detail: { summary: "A unit's secrets as a dotenv document: the only value egress; audited", responses: { 200: { description: "dotenv document", content: { "text/plain": { schema: { type: "string" } } } } } as never },
+        detail: { summary: "A unit's secrets as a dotenv document: the only value egress; audited" },
         response: { 200: t.String({ description: "dotenv document (text/plain)" }), ...errors(401, 403, 404, 503) },
       },
     )
