@@ -24,9 +24,14 @@ function pythonDotenv(text: string): Record<string, string> {
   const dir = tempDir("ops-dotenv-");
   const file = path.join(dir, "x.env");
   writeFileSync(file, text);
-  const out = Bun.spawnSync(["python3", "-c", "import json,sys; from dotenv import dotenv_values; print(json.dumps(dotenv_values(sys.argv[1], interpolate=False)))", file]);
-  if (out.exitCode !== 0) throw new Error(`python-dotenv failed: ${out.stderr.toString()}`);
-  return JSON.parse(out.stdout.toString());
+  // python3 on PATH (pip's python-dotenv), else Debian's /usr/bin/python3 (python3-dotenv).
+  let last = "";
+  for (const python of ["python3", "/usr/bin/python3"]) {
+    const out = Bun.spawnSync([python, "-c", "import json,sys; from dotenv import dotenv_values; print(json.dumps(dotenv_values(sys.argv[1], interpolate=False)))", file]);
+    if (out.exitCode === 0) return JSON.parse(out.stdout.toString());
+    last = out.stderr.toString();
+  }
+  throw new Error(`python-dotenv is needed (Debian package python3-dotenv): ${last}`);
 }
 
 describe("PUT /api/v1/projects/{slug}/secrets/{service}/{name}", () => {
