@@ -13,10 +13,9 @@ import { unitSecret, unitSecretsOf } from "./unit-secrets";
 
 /** Replace `from` with `to` in every group variable and unit secret of the project. */
 export function rewriteValues(core: Core, t: Tx, projectId: string, from: string, to: string): number {
-  const project = core.access.findProjectById(projectId);
   let n = 0;
   const now = core.clock.now();
-  for (const g of groupsOfProject(t, projectId, project?.environments ?? [])) {
+  for (const g of groupsOfProject(t, projectId)) {
     for (const v of t.select().from(secretVariables).where(eq(secretVariables.groupId, g.id)).all()) {
       const value = core.secrets.get(t, v.valueId);
       if (!value.includes(from)) continue;

@@ -22,7 +22,7 @@ import {
   usersOfGroup,
   markRestartRequired,
   rewriteSpecIn,
-  listOfType,
+  listOfTypeInProject,
   resourceById,
   type Place,
   type ResourceRow,
@@ -278,6 +278,6 @@ export const secretGroupHooks = {
 };
 
 /** Groups of every environment of a project, for rewriting connection strings. */
-export function groupsOfProject(q: Queryable, projectId: string, environments: readonly string[]): ResourceRow[] {
-  return environments.flatMap((environment) => listOfType(q, { project: { id: projectId } as never, environment }, "secret-group"));
+export function groupsOfProject(q: Queryable, projectId: string): ResourceRow[] {
+  return listOfTypeInProject(q, projectId, "secret-group");
 }
