@@ -4,7 +4,17 @@
  */
 import type { Command } from "./commands/types";
 import { serveCommand, migrateCommand, versionCommand } from "./commands/server";
+import { rotateSecretsKeyCommand, sealCommand, unsealCommand } from "./commands/secrets";
 import { publishCliCommand } from "./domains/cli/commands";
 import { CLIENT_COMMANDS } from "./cli";
 
-export const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, versionCommand, publishCliCommand, ...CLIENT_COMMANDS];
+export const COMMANDS: readonly Command[] = [
+  serveCommand,
+  migrateCommand,
+  versionCommand,
+  rotateSecretsKeyCommand,
+  sealCommand,
+  unsealCommand,
+  publishCliCommand,
+  ...CLIENT_COMMANDS,
+];

@@ -4,9 +4,19 @@
  */
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
+import { resourcesModule } from "./resources";
+import { secretsModule } from "./secrets";
 import { deviceModule } from "./device";
 import { cliModule } from "./cli";
 import { statusModule } from "./status";
 import { consoleModule } from "../console/module";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule, deviceModule, cliModule, statusModule, consoleModule];
+export const DOMAINS: readonly DomainModule[] = [
+  accessModule,
+  resourcesModule,
+  secretsModule,
+  deviceModule,
+  cliModule,
+  statusModule,
+  consoleModule,
+];
