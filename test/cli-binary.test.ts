@@ -236,6 +236,28 @@ describe("the installer (sh, temp HOME, live server)", () => {
     await expectStatus(await t.request("GET", "/api/v1/cli/install.sh", { token: code }), 401);
   }, 60_000);
 
+  test("ops tokens mint, list and revoke with the installed binary", async () => {
+    const installed = path.join(installedHome, ".local", "bin", "ops");
+    const minted = await run([installed, "tokens", "mint", "--name", "ci runner", "--role", "viewer", "--project", project, "--expires-in-days", "7"], envFor(installedHome));
+    expect(minted.stderr).toContain("shown once");
+    expect(minted.code).toBe(0);
+    const secret = minted.stdout.trim();
+    expect(secret).toMatch(/^opst_[0-9A-Za-z]{49}$/);
+    await expectStatus(await t.request("GET", "/api/v1/permissions", { token: secret }), 200);
+    const list = await run([installed, "tokens", "list"], envFor(installedHome));
+    expect(list.code).toBe(0);
+    const line = list.stdout.split("\n").find((l) => l.includes("ci runner"))!;
+    expect(line).toContain("Viewer");
+    expect(line).toContain(project);
+    const id = line.split(/\s+/)[0];
+    const revoked = await run([installed, "tokens", "revoke", id], envFor(installedHome));
+    expect(revoked.code).toBe(0);
+    await expectStatus(await t.request("GET", "/api/v1/permissions", { token: secret }), 401);
+    const over = await run([installed, "tokens", "mint", "--name", "too much", "--role", "maintainer", "--project", project], envFor(installedHome));
+    expect(over.code).toBe(1);
+    expect(over.stderr).toContain("cannot carry more");
+  }, 60_000);
+
   test("OPS_INSTALL_DIR chooses where the binary goes", async () => {
     const home = dir("ops-e2e-install-");
     const target = path.join(home, "tools", "bin");
