@@ -93,6 +93,18 @@ describe("the console in chromium", () => {
     await page.getByRole("heading", { name: "Your account" }).waitFor();
     expect(await page.getByText(person.email).first().isVisible()).toBe(true);
 
+    // Tokens: mint one (the secret shows once), then revoke it.
+    await page.getByLabel("Name", { exact: true }).fill("laptop script");
+    await page.getByRole("button", { name: "Mint token" }).click();
+    const minted = (await page.locator(".alert-ok code.secret").textContent())!.trim();
+    expect(minted).toMatch(/^opst_/);
+    await expectStatus(await t.request("GET", "/api/v1/permissions", { token: minted }), 200);
+    await shot(page, "account-token-minted");
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Revoke token laptop script" }).click();
+    await page.locator("tr.revoked").getByText("laptop script").waitFor();
+    await expectStatus(await t.request("GET", "/api/v1/permissions", { token: minted }), 401);
+
     // Keep the signed-in context for the next test.
     (globalThis as Record<string, unknown>).__opsConsoleContext = context;
   }, 60_000);
