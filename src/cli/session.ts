@@ -2,7 +2,7 @@
  * `ops whoami` and `ops logout`: who the saved token acts as, and revoking it server-side.
  */
 import { EXIT, type Command } from "../commands/types";
-import { api, CliError } from "./http";
+import { api } from "./http";
 import { readConfigFile, requireClient, writeConfigFile, resolveClient, configPath } from "./config";
 import { existsSync } from "node:fs";
 
@@ -82,4 +82,3 @@ export const logoutCommand: Command = {
   },
 };
 
-export { CliError };

@@ -36,8 +36,8 @@ function shell(version: string): string {
 `;
 }
 
-function consoleRoutes(_core: Core) {
-  let app = new Elysia({ name: "ops-console" }).use(authzPlugin(_core));
+function consoleRoutes(core: Core) {
+  let app = new Elysia({ name: "ops-console" }).use(authzPlugin(core));
   const hidden = { hide: true } as Record<string, unknown>;
   for (const p of CONSOLE_PATHS) {
     app = app.get(
