@@ -4,5 +4,12 @@
  */
 import type { Command } from "./commands/types";
 import { serveCommand, migrateCommand, versionCommand } from "./commands/server";
+import { adminCreateOperatorCommand, adminCreateProjectCommand } from "./domains/access/commands";
 
-export const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, versionCommand];
+export const COMMANDS: readonly Command[] = [
+  serveCommand,
+  migrateCommand,
+  versionCommand,
+  adminCreateOperatorCommand,
+  adminCreateProjectCommand,
+];
