@@ -4,5 +4,9 @@
  */
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
+import { notificationsModule } from "./notifications";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule];
+export const DOMAINS: readonly DomainModule[] = [
+  accessModule,
+  notificationsModule,
+];

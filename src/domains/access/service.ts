@@ -5,7 +5,7 @@ export { createProject, findProjectRow, findProjectRef, findProjectRefById, asse
 export { createOperator, insertOperator, findOperator, findOperatorByEmail, hashPassword, type CreateOperatorInput } from "./operators";
 export { addOperator, updateOperator } from "./operator-admin";
 export { ensureFixedRoles, fixedRole, findRole } from "./roles";
-export { upsertMembership } from "./memberships";
+export { upsertMembership, projectPeople } from "./memberships";
 export { insertSession, sessionEndsAt } from "./sessions";
 export { signIn } from "./signin";
 export { mintTokenIn, insertToken, assertMintable, isMintable, overCarry, resolveMintTarget, expiryFor, type MintRequest, type TokenKind } from "./tokens";
