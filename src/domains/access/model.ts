@@ -7,6 +7,7 @@ import { t } from "elysia";
 import { ErrorBody } from "../../core/http-schemas";
 import { identityModels } from "./model-identity";
 import { projectModels } from "./model-projects";
+import { tokenModels } from "./model-tokens";
 
 export const PermissionResponse = t.Object({
   key: t.String(),
@@ -20,4 +21,4 @@ export type PermissionResponse = typeof PermissionResponse.static;
  * Named schemas, registered with `.model(accessModels)` so OpenAPI lists them under
  * components/schemas by the spec's names; routes refer to them as `"Name"` or `t.Ref("Name")`.
  */
-export const accessModels = { PermissionResponse, ErrorBody, ...identityModels, ...projectModels };
+export const accessModels = { PermissionResponse, ErrorBody, ...identityModels, ...projectModels, ...tokenModels };

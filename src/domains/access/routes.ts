@@ -1,7 +1,8 @@
 /**
  * Access routes. Handlers parse, call a service, return; the `permission` macro has already
  * authorized the caller and hands over `auth`. Split by idea: routes-identity.ts (sign-in, me,
- * sessions), routes-admin.ts (operators, projects).
+ * sessions), routes-admin.ts (operators, projects), routes-project-access.ts (members, roles,
+ * policies), routes-tokens.ts (tokens, audit).
  */
 import { Elysia, t } from "elysia";
 import type { Core } from "../../core/core";
@@ -11,6 +12,8 @@ import { errors } from "../../core/http-schemas";
 import { accessModels } from "./model";
 import { identityRoutes } from "./routes-identity";
 import { adminRoutes } from "./routes-admin";
+import { projectAccessRoutes } from "./routes-project-access";
+import { tokenRoutes } from "./routes-tokens";
 
 function permissionRoutes(core: Core) {
   return new Elysia({ prefix: "/api/v1", tags: ["access"] })
@@ -24,5 +27,5 @@ function permissionRoutes(core: Core) {
 }
 
 export function accessRoutes(core: Core) {
-  return new Elysia({ name: "ops-access-routes", seed: core.id }).use(permissionRoutes(core)).use(identityRoutes(core)).use(adminRoutes(core));
+  return new Elysia({ name: "ops-access-routes", seed: core.id }).use(permissionRoutes(core)).use(identityRoutes(core)).use(adminRoutes(core)).use(projectAccessRoutes(core)).use(tokenRoutes(core));
 }
