@@ -11,6 +11,7 @@ import { SessionIdParams } from "./model-identity";
 import { signIn, signOut, changePassword, sessionCookie, sessionView } from "./signin";
 import { me, listSessions, revokeSession } from "./identity";
 import { SESSION_ABSOLUTE_MS } from "./sessions";
+import { enrolMfa, confirmMfa, deleteMfa } from "./mfa";
 
 export function identityRoutes(core: Core) {
   return new Elysia({ prefix: "/api/v1", tags: ["access"] })
@@ -60,6 +61,36 @@ export function identityRoutes(core: Core) {
       permission: "authenticated",
       detail: { summary: "Who the caller is: memberships, policies that apply, token scopes" },
       response: { 200: "MeResponse", ...errors(401) },
+    })
+    .delete(
+      "/me/mfa",
+      ({ auth, status }) => {
+        deleteMfa(core, auth);
+        return status(204, undefined);
+      },
+      {
+        permission: "authenticated",
+        detail: { summary: "Drop the caller's own TOTP enrolment" },
+        response: { 204: NoContent, ...errors(401, 403, 409) },
+      },
+    )
+    .post(
+      "/me/mfa/confirm",
+      ({ auth, body, status }) => {
+        confirmMfa(core, auth, body.code);
+        return status(204, undefined);
+      },
+      {
+        permission: "authenticated",
+        body: "MfaConfirmBody",
+        detail: { summary: "Confirm the staged TOTP seed with a current code; MFA is then in force" },
+        response: { 204: NoContent, ...errors(401, 403, 409, 422, 429, 503) },
+      },
+    )
+    .post("/me/mfa/enrol", ({ auth }) => enrolMfa(core, auth), {
+      permission: "authenticated",
+      detail: { summary: "Stage a fresh TOTP seed (returned once)" },
+      response: { 200: "MfaEnrolResponse", ...errors(401, 403, 409, 503) },
     })
     .get("/me/sessions", ({ auth }) => listSessions(core, auth), {
       permission: "authenticated",
