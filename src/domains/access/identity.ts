@@ -15,6 +15,7 @@ import { sessions } from "./tables";
 import { sessionEndsAt } from "./sessions";
 import { touchBatch } from "./authn";
 import { sessionView } from "./signin";
+import { accessCache, GenerationCache } from "./access-cache";
 import type { MeResponse, SessionResponse } from "./model-identity";
 
 interface MembershipJoin {
@@ -27,8 +28,20 @@ interface MembershipJoin {
   permissions: string;
 }
 
-/** Everything MeResponse says about the caller. */
+/** Everything MeResponse says about the caller (cached per credential and access generation). */
 export function me(core: Core, auth: AuthContext): MeResponse {
+  const cache = accessCache(core);
+  cache.sync();
+  const bodies = cache.mapNamed<MeResponse>("me");
+  const key = `${auth.principal.operatorId}:${auth.principal.tokenId ?? auth.principal.sessionId}`;
+  const hit = bodies.get(key);
+  if (hit) return hit;
+  const body = readMe(core, auth);
+  GenerationCache.put(bodies, key, body);
+  return body;
+}
+
+function readMe(core: Core, auth: AuthContext): MeResponse {
   const p = auth.principal;
   const op = core.sqlite.query<{ mfa_secret_id: string | null }, [string]>("SELECT mfa_secret_id FROM operators WHERE id = ?").get(p.operatorId);
   const rows = core.sqlite
