@@ -63,8 +63,13 @@ export const adminCreateOperatorCommand: Command = {
     let password: string | undefined;
     let generated = false;
     if (email) {
-      if (ctx.flags["password-stdin"]) password = (await Bun.stdin.text()).split(/\r?\n/)[0];
-      else {
+      if (ctx.flags["password-stdin"]) {
+        password = (await Bun.stdin.text()).split(/\r?\n/)[0];
+        if (!password) {
+          ctx.stderr("ops admin create-operator: --password-stdin read an empty password.\n");
+          return EXIT.usage;
+        }
+      } else {
         password = randomBytes(18).toString("base64url");
         generated = true;
       }
