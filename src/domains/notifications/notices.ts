@@ -66,10 +66,23 @@ function view(n: typeof notices.$inferSelect): NotificationResponse {
 
 export const NOTICE_LIMIT = { default: 50, max: 200 } as const;
 
-/** The operator's notices, newest first; `cursor` is the id of the last notice already seen. */
-export function listNotices(core: Core, operatorId: string, q: { unread?: boolean; project?: string; limit?: number; cursor?: string }): { items: NotificationResponse[]; next: string | null } {
+/**
+ * Whose notices a caller sees: the operator's, and only the pinned project's when the caller is
+ * a pinned token (a pinned token acts in that project and nowhere else).
+ */
+export interface Reader {
+  operatorId: string;
+  pinnedProjectId: string | null;
+}
+
+function mine(r: Reader) {
+  return r.pinnedProjectId === null ? eq(notices.operatorId, r.operatorId) : and(eq(notices.operatorId, r.operatorId), eq(notices.projectId, r.pinnedProjectId))!;
+}
+
+/** The reader's notices, newest first; `cursor` is the id of the last notice already seen. */
+export function listNotices(core: Core, reader: Reader, q: { unread?: boolean; project?: string; limit?: number; cursor?: string }): { items: NotificationResponse[]; next: string | null } {
   const limit = Math.min(Math.max(1, Math.floor(q.limit ?? NOTICE_LIMIT.default)), NOTICE_LIMIT.max);
-  const where = [eq(notices.operatorId, operatorId)];
+  const where = [mine(reader)];
   if (q.unread === true) where.push(isNull(notices.readAt));
   if (q.project !== undefined && q.project !== "") where.push(eq(notices.project, q.project));
   if (q.cursor !== undefined && q.cursor !== "") where.push(lt(notices.id, q.cursor));
@@ -79,18 +92,18 @@ export function listNotices(core: Core, operatorId: string, q: { unread?: boolea
   return { items, next: more ? items[items.length - 1].id : null };
 }
 
-export function unreadCount(core: Core, operatorId: string): number {
-  return core.db.select({ n: count() }).from(notices).where(and(eq(notices.operatorId, operatorId), isNull(notices.readAt))).get()?.n ?? 0;
+export function unreadCount(core: Core, reader: Reader): number {
+  return core.db.select({ n: count() }).from(notices).where(and(mine(reader), isNull(notices.readAt))).get()?.n ?? 0;
 }
 
-/** Mark one of the operator's notices read (idempotent); 404 for anyone else's. */
-export function markRead(core: Core, operatorId: string, id: string): void {
-  const row = core.db.select({ id: notices.id, readAt: notices.readAt }).from(notices).where(and(eq(notices.id, id), eq(notices.operatorId, operatorId))).get();
+/** Mark one of the reader's notices read (idempotent); 404 for anyone else's. */
+export function markRead(core: Core, reader: Reader, id: string): void {
+  const row = core.db.select({ id: notices.id, readAt: notices.readAt }).from(notices).where(and(eq(notices.id, id), mine(reader))).get();
   if (!row) throw new OpsError("not_found", "No such notification.");
   if (row.readAt === null) core.db.update(notices).set({ readAt: core.clock.now() }).where(eq(notices.id, id)).run();
 }
 
-/** Mark every notice of the operator read. Idempotent; fine on an empty feed. */
-export function markAllRead(core: Core, operatorId: string): number {
-  return core.db.update(notices).set({ readAt: core.clock.now() }).where(and(eq(notices.operatorId, operatorId), isNull(notices.readAt))).returning({ id: notices.id }).all().length;
+/** Mark every notice of the reader read. Idempotent; fine on an empty feed. */
+export function markAllRead(core: Core, reader: Reader): number {
+  return core.db.update(notices).set({ readAt: core.clock.now() }).where(and(mine(reader), isNull(notices.readAt))).returning({ id: notices.id }).all().length;
 }

@@ -145,3 +145,22 @@ describe("notification settings", () => {
     }
   });
 });
+
+describe("a pinned token sees only its project's notices", () => {
+  test("list, unread count and read marks are confined to the pin", async () => {
+    const a = makeProject(t);
+    const b = makeProject(t);
+    const p = await makePerson(t, [{ role: "developer", project: a.slug }, { role: "developer", project: b.slug }]);
+    emit(a.id, a.slug);
+    emit(b.id, b.slug);
+    const { mintToken } = await import("../../../test/fixtures");
+    const pinned = mintToken(t, p.principal, { role: "viewer", project: a.slug });
+    const list = await expectStatus(await t.request("GET", "/api/v1/notifications", { token: pinned }), 200);
+    expect(list.map((n: { params: { project: string } }) => n.params.project)).toEqual([a.slug]);
+    expect((await expectStatus(await t.request("GET", "/api/v1/notifications/unread-count", { token: pinned }), 200)).unread).toBe(1);
+    const [other] = await expectStatus(await t.request("GET", `/api/v1/notifications?project=${b.slug}`, { token: p.session }), 200);
+    await expectStatus(await t.request("POST", `/api/v1/notifications/${other.id}/read`, { token: pinned }), 404);
+    await expectStatus(await t.request("POST", "/api/v1/notifications/read-all", { token: pinned }), 204);
+    expect((await expectStatus(await t.request("GET", "/api/v1/notifications/unread-count", { token: p.session }), 200)).unread).toBe(1);
+  });
+});

@@ -5,10 +5,13 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../../core/core";
 import { authzPlugin } from "../../core/authz/plugin";
+import type { Principal } from "../../core/authz/principal";
 import { errors, NoContent } from "../../core/http-schemas";
 import { notificationModels, NotificationListQuery } from "./model";
 import { listNotices, unreadCount, markRead, markAllRead } from "./notices";
 import { getSettings, putSettings } from "./settings";
+
+const reader = (p: Principal) => ({ operatorId: p.operatorId, pinnedProjectId: p.tokenProjectId });
 
 export function notificationRoutes(core: Core) {
   return new Elysia({ prefix: "/api/v1", tags: ["notifications"] })
@@ -17,7 +20,7 @@ export function notificationRoutes(core: Core) {
     .get(
       "/notifications",
       ({ auth, query, set }) => {
-        const { items, next } = listNotices(core, auth.principal.operatorId, query);
+        const { items, next } = listNotices(core, reader(auth.principal), query);
         if (next) set.headers["x-next-cursor"] = next;
         return items;
       },
@@ -31,7 +34,7 @@ export function notificationRoutes(core: Core) {
     .post(
       "/notifications/read-all",
       ({ auth, status }) => {
-        markAllRead(core, auth.principal.operatorId);
+        markAllRead(core, reader(auth.principal));
         return status(204, undefined);
       },
       {
@@ -40,7 +43,7 @@ export function notificationRoutes(core: Core) {
         response: { 204: NoContent, ...errors(401) },
       },
     )
-    .get("/notifications/unread-count", ({ auth }) => ({ unread: unreadCount(core, auth.principal.operatorId) }), {
+    .get("/notifications/unread-count", ({ auth }) => ({ unread: unreadCount(core, reader(auth.principal)) }), {
       permission: "authenticated",
       detail: { summary: "How many notices are unread (global, never per project)" },
       response: { 200: "UnreadCountResponse", ...errors(401) },
@@ -48,7 +51,7 @@ export function notificationRoutes(core: Core) {
     .post(
       "/notifications/:id/read",
       ({ auth, params, status }) => {
-        markRead(core, auth.principal.operatorId, params.id);
+        markRead(core, reader(auth.principal), params.id);
         return status(204, undefined);
       },
       {
