@@ -5,8 +5,12 @@
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
 import { notificationsModule } from "./notifications";
+import { resourcesModule } from "./resources";
+import { secretsModule } from "./secrets";
 
 export const DOMAINS: readonly DomainModule[] = [
   accessModule,
   notificationsModule,
+  resourcesModule,
+  secretsModule,
 ];
