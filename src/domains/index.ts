@@ -4,7 +4,13 @@
  */
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
+import { notificationsModule } from "./notifications";
 import { resourcesModule } from "./resources";
 import { secretsModule } from "./secrets";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule, resourcesModule, secretsModule];
+export const DOMAINS: readonly DomainModule[] = [
+  accessModule,
+  notificationsModule,
+  resourcesModule,
+  secretsModule,
+];
