@@ -5,6 +5,7 @@
 import type { Command } from "./commands/types";
 import { serveCommand, migrateCommand, versionCommand } from "./commands/server";
 import { rotateSecretsKeyCommand, sealCommand, unsealCommand } from "./commands/secrets";
+import { adminCreateOperatorCommand, adminCreateProjectCommand } from "./domains/access/commands";
 import { publishCliCommand } from "./domains/cli/commands";
 import { CLIENT_COMMANDS } from "./cli";
 
@@ -15,6 +16,8 @@ export const COMMANDS: readonly Command[] = [
   rotateSecretsKeyCommand,
   sealCommand,
   unsealCommand,
+  adminCreateOperatorCommand,
+  adminCreateProjectCommand,
   publishCliCommand,
   ...CLIENT_COMMANDS,
 ];

@@ -4,6 +4,7 @@
  */
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
+import { notificationsModule } from "./notifications";
 import { resourcesModule } from "./resources";
 import { secretsModule } from "./secrets";
 import { deviceModule } from "./device";
@@ -13,6 +14,7 @@ import { consoleModule } from "../console/module";
 
 export const DOMAINS: readonly DomainModule[] = [
   accessModule,
+  notificationsModule,
   resourcesModule,
   secretsModule,
   deviceModule,
