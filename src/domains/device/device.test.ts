@@ -272,6 +272,9 @@ describe("POST /api/v1/auth/device/{user_code}/approve", () => {
     await expectStatus(await t.request("POST", `/api/v1/auth/device/${s.user_code}/approve`, { token: owner.session, body: { role_id: fixedRole(t.core, "viewer").id } }), 204);
     const row = auditRows("device.approve").at(-1)!;
     expect(row.actor).toBe(owner.email);
+    // Approvals raise no notification (nor mail).
+    expect((t.core.sqlite.query("SELECT count(*) AS n FROM notices").get() as { n: number }).n).toBe(0);
+    expect((t.core.sqlite.query("SELECT count(*) AS n FROM mail_outbox").get() as { n: number }).n).toBe(0);
     expect(row.outcome).toBe("allowed");
     expect(row.context).not.toContain("opsd_");
   });
@@ -337,6 +340,7 @@ describe("POST /api/v1/auth/device/{user_code}/deny", () => {
     const s = await start();
     await expectStatus(await t.request("POST", `/api/v1/auth/device/${s.user_code}/deny`, { token: owner.session }), 204);
     expect(auditRows("device.deny").at(-1)!.actor).toBe(owner.email);
+    expect((t.core.sqlite.query("SELECT count(*) AS n FROM notices").get() as { n: number }).n).toBe(0);
   });
 
   test("401 without a credential", async () => {
