@@ -2,7 +2,7 @@
  * GET /api/v1/status/public on `ops serve` (the compiled binary): the components, the worst
  * state and the incidents folded from 30 days of transitions, against GET /health on the same
  * server. The data dir gets 20 extra components with a day of flapping each (about 2,900
- * transitions) before the load, so the fold has work to do.
+ * transitions) before the load, so the fold has work to do (the server refolds at most every 5 s; the document then holds ~1,440 incidents, ~200 KB).
  */
 import type { BenchContext } from "./lib";
 

@@ -26,6 +26,17 @@ export const PLATFORM_COMPONENTS = [
 export const COMPONENT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const RANK: Record<ComponentState, number> = { operational: 0, degraded: 1, down: 2 };
 
+const VERSION_KEY = "status.version";
+
+/** A counter every state or component change bumps, so readers know a cached document is stale. */
+export function statusVersion(core: Core): number {
+  return (core.locals.get(VERSION_KEY) as number | undefined) ?? 0;
+}
+
+function bump(core: Core): void {
+  core.locals.set(VERSION_KEY, statusVersion(core) + 1);
+}
+
 export function worst(states: Iterable<ComponentState>): ComponentState {
   let w: ComponentState = "operational";
   for (const s of states) if (RANK[s] > RANK[w]) w = s;
@@ -66,6 +77,7 @@ function changeIn(core: Core, t: Tx, row: StatusComponentRow, state: ComponentSt
     .returning()
     .get();
   t.update(statusComponents).set({ state, since: now }).where(eq(statusComponents.slug, row.slug)).run();
+  bump(core);
   return tr;
 }
 
@@ -98,6 +110,7 @@ export function addComponent(core: Core, body: WriteStatusComponentBody, actor: 
       .returning()
       .get();
     auditAllowed(core, t, actor, "estate.manage", `status-component:${body.slug}`, {}, { op: "status.component.add" });
+    bump(core);
     return row;
   });
 }
@@ -110,6 +123,7 @@ export function removeComponent(core: Core, slug: string, actor: AuditActor): vo
     if (row.platform) throw new OpsError("conflict", `"${slug}" is one of the platform's own components; it cannot be removed.`);
     t.delete(statusComponents).where(eq(statusComponents.slug, slug)).run();
     auditAllowed(core, t, actor, "estate.manage", `status-component:${slug}`, {}, { op: "status.component.remove" });
+    bump(core);
   });
 }
 

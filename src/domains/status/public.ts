@@ -8,7 +8,7 @@ import { and, desc, eq, gte, lt } from "drizzle-orm";
 import type { Core } from "../../core/core";
 import { iso } from "../../core/clock";
 import { statusTransitions, type StatusComponentRow, type StatusTransitionRow } from "./tables";
-import { listComponents, stateRank, worst } from "./components";
+import { listComponents, stateRank, statusVersion, worst } from "./components";
 import type { ComponentState, PublicIncident, PublicStatusResponse } from "./model";
 
 export const INCIDENT_WINDOW_MS = 30 * 86_400_000;
@@ -80,4 +80,28 @@ export function publicStatus(core: Core): PublicStatusResponse {
     incidents,
     state: worst(components.map((c) => c.state)),
   };
+}
+
+/** How long one folded document serves readers while nothing changes. */
+export const PUBLIC_CACHE_MS = 5_000;
+
+interface Cached {
+  at: number;
+  version: number;
+  doc: PublicStatusResponse;
+}
+
+/**
+ * The public document, folded at most once per 5 s while no state or component changes (any
+ * change invalidates it at once). The route is unauthenticated, so a flood of readers must not
+ * refold 30 days of transitions per request.
+ */
+export function cachedPublicStatus(core: Core): PublicStatusResponse {
+  const now = core.clock.now();
+  const version = statusVersion(core);
+  const hit = core.locals.get("status.public") as Cached | undefined;
+  if (hit && hit.version === version && now - hit.at >= 0 && now - hit.at < PUBLIC_CACHE_MS) return hit.doc;
+  const doc = publicStatus(core);
+  core.locals.set("status.public", { at: now, version, doc } satisfies Cached);
+  return doc;
 }

@@ -9,7 +9,7 @@ import { authzPlugin } from "../../core/authz/plugin";
 import { actorOf } from "../../core/authz/principal";
 import { errors, NoContent, ErrorBody } from "../../core/http-schemas";
 import { statusModels } from "./model";
-import { addComponent, checkSchedulerHeartbeat, listComponents, publicStatus, recordTransition, removeComponent, toComponentResponse, toTransitionResponse } from "./service";
+import { addComponent, checkSchedulerHeartbeat, listComponents, cachedPublicStatus, recordTransition, removeComponent, toComponentResponse, toTransitionResponse } from "./service";
 
 const ComponentParams = t.Object({ component: t.String({ maxLength: 64 }) });
 
@@ -22,7 +22,7 @@ export function statusRoutes(core: Core) {
       ({ set }) => {
         checkSchedulerHeartbeat(core);
         set.headers["cache-control"] = "public, max-age=15";
-        return publicStatus(core);
+        return cachedPublicStatus(core);
       },
       {
         public: true,

@@ -3,5 +3,5 @@
  * `setComponentState(core, "builds", "degraded", reason, "builds")`.
  */
 export { setComponentState, addComponent, removeComponent, recordTransition, listComponents, ensurePlatformComponents, toComponentResponse, toTransitionResponse, worst, PLATFORM_COMPONENTS } from "./components";
-export { publicStatus, foldIncidents, INCIDENT_WINDOW_MS } from "./public";
+export { publicStatus, cachedPublicStatus, foldIncidents, INCIDENT_WINDOW_MS, PUBLIC_CACHE_MS } from "./public";
 export { probePlatform, checkSchedulerHeartbeat, PROBE_TASK } from "./jobs";

@@ -75,6 +75,24 @@ describe("GET /api/v1/status/public", () => {
   });
 });
 
+describe("the public document's cache", () => {
+  test("folded once per 5 s while nothing changes; any change shows at once", async () => {
+    t.clock.advance(10_000);
+    const a = await expectStatus(await t.request("GET", "/api/v1/status/public"), 200);
+    t.clock.advance(2_000);
+    const b = await expectStatus(await t.request("GET", "/api/v1/status/public"), 200);
+    expect(b.generated_at).toBe(a.generated_at);
+    await expectStatus(await transition("api", "degraded"), 201);
+    const c = await expectStatus(await t.request("GET", "/api/v1/status/public"), 200);
+    expect(c.state).toBe("degraded");
+    await expectStatus(await transition("api", "operational"), 201);
+    t.clock.advance(5_000);
+    const d = await expectStatus(await t.request("GET", "/api/v1/status/public"), 200);
+    expect(d.generated_at).not.toBe(c.generated_at);
+    expect(d.state).toBe("operational");
+  });
+});
+
 describe("status.probe and the scheduler heartbeat", () => {
   test("the probe keeps healthy components operational and marks late scheduled work as degraded", async () => {
     await t.core.scheduler.runDue();
