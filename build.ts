@@ -1,5 +1,6 @@
 /**
- * `bun run build` → `dist/ops`: one self-contained executable (`bun build --compile`). Migrations
+ * `bun run build` → `dist/ops`: one self-contained executable (scripts/compile.ts: migrations and
+ * the console bundle embedded). Migrations
  * are embedded through src/core/db/migrations.generated.ts, so the build first checks that the
  * manifest is current and stops if it is not.
  *
@@ -13,6 +14,7 @@ import { parseArgs } from "node:util";
 import { statSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import pkg from "./package.json";
+import { compileOps } from "./scripts/compile";
 
 const root = import.meta.dir;
 const bun = process.execPath;
@@ -46,19 +48,12 @@ run(["scripts/embed-migrations.ts", "--check"]);
 
 mkdirSync(path.dirname(outfile), { recursive: true });
 const started = performance.now();
-run([
-  "build",
-  "--compile",
-  "--minify",
-  "--sourcemap=none",
-  "--no-compile-autoload-dotenv",
-  "--no-compile-autoload-bunfig",
-  ...(values.target ? [`--target=${values.target}`] : []),
-  `--define=OPS_BUILD_VERSION=${JSON.stringify(version)}`,
-  "src/main.ts",
-  "--outfile",
-  outfile,
-]);
+try {
+  await compileOps({ outfile, version, target: values.target });
+} catch (e) {
+  console.error(`build: ${(e as Error).message}`);
+  process.exit(1);
+}
 
 const size = statSync(outfile).size;
 console.log(`built ${path.relative(process.cwd(), outfile) || outfile} (ops ${version}, ${(size / (1024 * 1024)).toFixed(1)} MiB) in ${((performance.now() - started) / 1000).toFixed(1)} s`);

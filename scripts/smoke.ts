@@ -44,6 +44,11 @@ try {
   const routes = Object.entries(doc.paths ?? {}).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`));
   for (const must of ["GET /health", "GET /readyz"]) if (!routes.includes(must)) fail(`/api/docs/json does not list ${must}`);
   console.log(`smoke: /api/docs/json lists ${routes.length} routes`);
+
+  const page = await fetch(`${base}/status`);
+  const html = await page.text();
+  if (page.status !== 200 || !html.includes("<script")) fail(`the console's /status page answered ${page.status} without its script: was the console embedded?`);
+  console.log("smoke: the console is embedded (/status 200)");
 } finally {
   if (child.exitCode === null) child.kill("SIGTERM");
 }

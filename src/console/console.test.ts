@@ -2,7 +2,7 @@ import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { createTestApp, freePort, tempDir, waitFor, type TestApp } from "../../test/harness";
-import { compileOps } from "../../test/compile-ops";
+import { compileOps } from "../../scripts/compile";
 import { CONSOLE_PATHS } from "./module";
 
 let t: TestApp;
@@ -53,7 +53,7 @@ describe("the compiled binary embeds the console", () => {
     const bin = tempDir("ops-console-bin-");
     const data = tempDir("ops-console-data-");
     dirs.push(bin, data);
-    const binary = await compileOps(path.join(bin, "ops"), "0.0.1-console");
+    const binary = await compileOps({ outfile: path.join(bin, "ops"), version: "0.0.1-console" });
     const port = freePort();
     const child = Bun.spawn([binary, "serve", "--data-dir", data, "--listen", `127.0.0.1:${port}`], { cwd: bin, stdout: "ignore", stderr: "ignore", env: { PATH: process.env.PATH ?? "", OPS_BOOTSTRAP_PASSWORD: "console-test-password" } });
     try {

@@ -1,0 +1,34 @@
+/**
+ * The one way ops is compiled: `bun build --compile` of src/main.ts with the version baked in
+ * (OPS_BUILD_VERSION), the console bundle embedded (src/console/bundle.ts) and no .env or
+ * bunfig.toml read at run time. build.ts and the end-to-end tests both call `compileOps`.
+ */
+import path from "node:path";
+import { consoleDefine } from "../src/console/bundle";
+
+const root = path.resolve(import.meta.dir, "..");
+
+export interface CompileOptions {
+  outfile: string;
+  version: string;
+  /** A cross-compile target such as `bun-linux-arm64`; default: this machine. */
+  target?: string;
+}
+
+/** Compile ops to `outfile`. Throws with the bundler's messages on failure. */
+export async function compileOps(opts: CompileOptions): Promise<string> {
+  const res = await Bun.build({
+    entrypoints: [path.join(root, "src/main.ts")],
+    compile: {
+      outfile: opts.outfile,
+      autoloadDotenv: false,
+      autoloadBunfig: false,
+      ...(opts.target ? { target: opts.target as Bun.Build.CompileTarget } : {}),
+    },
+    minify: true,
+    sourcemap: "none",
+    define: { OPS_BUILD_VERSION: JSON.stringify(opts.version), ...(await consoleDefine()) },
+  });
+  if (!res.success) throw new Error(`compiling ops failed:\n${res.logs.map(String).join("\n")}`);
+  return opts.outfile;
+}
