@@ -18,7 +18,7 @@ import { FsBlobStore } from "./core/blobs/store";
 import { SecretsStore } from "./core/secrets";
 import { Scheduler } from "./core/scheduler";
 import { NO_GRANTS } from "./core/authz/effective";
-import { authzPlugin, requestMeta } from "./core/authz/plugin";
+import { authzPlugin, requestMeta, pathOf } from "./core/authz/plugin";
 import { normaliseError, toErrorBody, OpsError } from "./core/errors";
 import { uuidv7 } from "./core/ids";
 import { VERSION } from "./version";
@@ -153,31 +153,33 @@ export function createHttpApp(core: Core) {
   const modules = modulesOf(core);
   const limits = modules.flatMap((m) => m.bodyLimits?.(core) ?? []);
   const styles: ErrorStyle[] = modules.flatMap((m) => m.errorStyles?.(core) ?? []).sort((a, b) => b.prefix.length - a.prefix.length);
+  // Per-request timing and error status for the access log, keyed by the request object.
   const started = new WeakMap<Request, number>();
   const errorStatus = new WeakMap<Request, number>();
+  const logRequests = core.log.enabled("info");
 
   let app = new Elysia({ name: "ops" })
     .onRequest(({ request, server, set }) => {
       const meta = requestMeta(request, server);
-      started.set(request, performance.now());
+      if (logRequests) started.set(request, performance.now());
       set.headers["x-request-id"] = meta.requestId;
       const len = request.headers.get("content-length");
-      if (len !== null) {
-        const limit = limitFor(limits, new URL(request.url).pathname, core.config.maxBodyBytes);
+      if (len !== null && len !== "0") {
+        const limit = limitFor(limits, pathOf(request.url), core.config.maxBodyBytes);
         if (Number(len) > limit) throw tooLarge(limit);
       }
     })
     .onParse({ as: "global" }, async ({ request }, contentType) => {
       if (!contentType.startsWith("application/json") && !contentType.endsWith("+json")) return;
-      const limit = limitFor(limits, new URL(request.url).pathname, core.config.maxBodyBytes);
+      const limit = limitFor(limits, pathOf(request.url), core.config.maxBodyBytes);
       return readJsonWithLimit(request, limit);
     })
     .onError({ as: "global" }, ({ code, error, request, set }) => {
       const n = normaliseError(error, code);
       const meta = requestMeta(request, null);
       errorStatus.set(request, n.status);
-      if (n.internal) core.log.error("request failed", { req: meta.requestId, method: request.method, path: new URL(request.url).pathname, err: error });
-      const pathname = new URL(request.url).pathname;
+      const pathname = pathOf(request.url);
+      if (n.internal) core.log.error("request failed", { req: meta.requestId, method: request.method, path: pathname, err: error });
       const style = styles.find((s) => pathname.startsWith(s.prefix));
       if (style) {
         const res = style.render(n, request);
@@ -189,12 +191,13 @@ export function createHttpApp(core: Core) {
       return new Response(request.method === "HEAD" ? null : JSON.stringify(toErrorBody(n)), { status: n.status, headers });
     })
     .onAfterResponse({ as: "global" }, ({ request, set }) => {
+      if (!logRequests) return;
       const t0 = started.get(request);
       const meta = requestMeta(request, null);
       core.log.info("request", {
         req: meta.requestId,
         method: request.method,
-        path: new URL(request.url).pathname,
+        path: pathOf(request.url),
         status: errorStatus.get(request) ?? (typeof set.status === "number" ? set.status : 200),
         ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 100) / 100,
       });

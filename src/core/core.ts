@@ -42,8 +42,11 @@ export interface Credentials {
 
 /** Hooks the access domain installs; the defaults know nobody. */
 export interface AccessHooks {
-  /** Turn credentials into a principal, or null. Lenient: never throws for a bad credential. */
-  authenticate(creds: Credentials): Principal | null | Promise<Principal | null>;
+  /**
+   * Turn credentials into a principal, or null. Lenient: never throws for a bad credential.
+   * Synchronous: it runs on every request, and SQLite reads are synchronous anyway.
+   */
+  authenticate(creds: Credentials): Principal | null;
   findProject(slug: string): ProjectRef | null;
   findProjectById(id: string): ProjectRef | null;
   grants(principal: Principal): Grants;

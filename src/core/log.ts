@@ -11,14 +11,41 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** True when lines at `level` are written (skip building costly fields otherwise). */
+  enabled(level: LogLevel): boolean;
   /** A logger that adds `fields` to every line (e.g. `{ req: "…" }`). */
   child(fields: Record<string, unknown>): Logger;
 }
 
 export type LogSink = (line: string) => void;
 
+// stdout is written in batches: one write per burst of lines instead of one syscall per line
+// (a write per request cost a tenth of a small request's time). The batch goes out at the end
+// of the current tick, when it passes 64 KiB, on `flushLogs()` and when the process exits.
+let pending: string[] = [];
+let pendingBytes = 0;
+let scheduled = false;
+
+/** Write out buffered stdout lines now. */
+export function flushLogs(): void {
+  scheduled = false;
+  if (pending.length === 0) return;
+  const text = pending.join("");
+  pending = [];
+  pendingBytes = 0;
+  process.stdout.write(text);
+}
+
+process.on("exit", flushLogs);
+
 export const stdoutSink: LogSink = (line) => {
-  process.stdout.write(line + "\n");
+  pending.push(line + "\n");
+  pendingBytes += line.length + 1;
+  if (pendingBytes >= 65_536) flushLogs();
+  else if (!scheduled) {
+    scheduled = true;
+    setImmediate(flushLogs);
+  }
 };
 
 export function createLogger(level: LogLevel = "info", sink: LogSink = stdoutSink, base: Record<string, unknown> = {}): Logger {
@@ -40,6 +67,7 @@ export function createLogger(level: LogLevel = "info", sink: LogSink = stdoutSin
     info: (m, f) => write("info", m, f),
     warn: (m, f) => write("warn", m, f),
     error: (m, f) => write("error", m, f),
+    enabled: (lvl) => ORDER[lvl] >= min,
     child: (fields) => createLogger(level, sink, { ...base, ...fields }),
   };
 }

@@ -228,8 +228,9 @@ export function accessHooks(core: Core): AccessHooks {
 
   return {
     authenticate(creds: Credentials): Principal | null {
-      cache.sync();
       const bearer = creds.bearer ?? creds.basicPassword;
+      if (!bearer && !creds.cookie) return null;
+      cache.sync();
       if (bearer) {
         if (isWellFormedSecret(bearer, ["opss_"])) return fromSession(bearer, false);
         if (isWellFormedSecret(bearer, ["opst_"])) return fromToken(bearer);
