@@ -5,7 +5,7 @@
  * recognise them and a malformed one is rejected without a database read. Only SHA-256 digests of
  * them are stored (`secretDigest`).
  */
-import { randomBytes, createHash } from "node:crypto";
+import { randomBytes } from "node:crypto";
 
 /** A new UUIDv7, stamped with `nowMs`. */
 export function uuidv7(nowMs: number = Date.now()): string {
@@ -30,13 +30,9 @@ function toBase62(bytes: Uint8Array): string {
   return out;
 }
 
+/** CRC-32 (IEEE) of the text's bytes; the secrets are ASCII. */
 function crc32(text: string): number {
-  let crc = 0xffffffff;
-  for (let i = 0; i < text.length; i++) {
-    crc ^= text.charCodeAt(i);
-    for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0xedb88320 : crc >>> 1;
-  }
-  return (crc ^ 0xffffffff) >>> 0;
+  return Bun.hash.crc32(text) >>> 0;
 }
 
 function checksum(body: string): string {
@@ -68,5 +64,5 @@ export function isWellFormedSecret(s: string, prefixes: readonly SecretPrefix[])
 
 /** Lowercase hex SHA-256 of a secret: what the database stores instead of the secret. */
 export function secretDigest(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
+  return Bun.CryptoHasher.hash("sha256", secret, "hex");
 }

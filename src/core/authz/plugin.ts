@@ -156,7 +156,16 @@ function sameOrigin(core: Core, request: Request): boolean {
  * Authorize a request. Synchronous unless the route's `project` resolver is asynchronous, so the
  * common case costs no promise (the macro picks a sync or an async hook at definition time).
  */
-function authorize(core: Core, ctx: Record<string, unknown>, spec: PermissionSpec): AuthContext | Promise<AuthContext> {
+interface AuthorizeInput {
+  principal: Principal | null;
+  meta: RequestMeta;
+  request: Request;
+  params?: unknown;
+  query?: unknown;
+  headers?: unknown;
+}
+
+function authorize(core: Core, ctx: AuthorizeInput, spec: PermissionSpec): AuthContext | Promise<AuthContext> {
   const principal = ctx.principal as Principal | null;
   const meta = ctx.meta as RequestMeta;
   const request = ctx.request as Request;
@@ -233,6 +242,9 @@ function deny(core: Core, principal: Principal, meta: RequestMeta, action: strin
   writeAudit(core, core.db, { ...a, action, target, outcome: "denied", reason, project, environment });
 }
 
+/** The authorization decided in `transform`, handed to the handler by `resolve`. */
+const authByRequest = new WeakMap<Request, AuthContext>();
+
 /**
  * The kernel's request plugin: meta, principal, and the `permission` / `public` macros.
  * Every domain's route builder `.use(authzPlugin(core))` for the types; Elysia dedupes it by name
@@ -251,18 +263,20 @@ export function authzPlugin(core: Core) {
       return { meta, principal };
     })
     .macro({
+      // The hooks destructure exactly what they read: Elysia then skips the rest of the context
+      // (parsing cookies, for one), which a whole-context parameter would force on every request.
       permission: (spec: PermissionSpec) => ({
         detail: { "x-permission": specKey(spec), security: [{ bearer: [] }, { cookie: [] }] } as Record<string, unknown>,
         transform:
           typeof spec === "object" && spec.project
-            ? async (ctx: Record<string, unknown>) => {
-                ctx.auth = await authorize(core, ctx, spec);
+            ? async ({ principal, meta, request, params, query, headers }: AuthorizeInput) => {
+                authByRequest.set(request, await authorize(core, { principal, meta, request, params, query, headers }, spec));
               }
-            : (ctx: Record<string, unknown>) => {
-                ctx.auth = authorize(core, ctx, spec);
+            : ({ principal, meta, request, params, query }: AuthorizeInput) => {
+                authByRequest.set(request, authorize(core, { principal, meta, request, params, query }, spec) as AuthContext);
               },
-        resolve(ctx: Record<string, unknown>) {
-          return { auth: ctx.auth as AuthContext };
+        resolve({ request }: { request: Request }) {
+          return { auth: authByRequest.get(request) as AuthContext };
         },
       }),
       public: (value: true) => ({

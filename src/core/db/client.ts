@@ -41,7 +41,21 @@ export function openDatabase(file: string, durability: Durability): OpenedDb {
  * deadlock upgrading from a read lock). Returns what `fn` returns; `fn` must not be async.
  */
 export function tx<T>(db: Db, fn: (t: Tx) => T): T {
-  return db.transaction(fn, { behavior: "immediate" });
+  try {
+    return db.transaction(fn, { behavior: "immediate" });
+  } finally {
+    writeEpoch++;
+  }
+}
+
+let writeEpoch = 0;
+
+/**
+ * Counts transactions run through `tx` in this process. Caches that skip re-checking the
+ * database within one synchronous stretch compare it to notice a write made in between.
+ */
+export function currentWriteEpoch(): number {
+  return writeEpoch;
 }
 
 /** Close a database cleanly: checkpoint the WAL into the main file, then close. */

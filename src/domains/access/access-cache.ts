@@ -9,6 +9,7 @@
  */
 import type { Statement } from "bun:sqlite";
 import type { Core } from "../../core/core";
+import { currentWriteEpoch } from "../../core/db/client";
 
 const MAX_ENTRIES = 20_000;
 
@@ -39,8 +40,19 @@ export class GenerationCache {
     return m as Map<string, V>;
   }
 
+  // One database read per synchronous stretch of work (a request's authentication, authorization
+  // and handler usually share one): the check is skipped until the next microtask checkpoint,
+  // unless a transaction ran through tx() meanwhile.
+  private checkedEpoch = -1;
+
   /** Check the generation; clears every map when it changed. Call once before using the maps. */
   sync(): void {
+    const epoch = currentWriteEpoch();
+    if (this.checkedEpoch === epoch) return;
+    this.checkedEpoch = epoch;
+    queueMicrotask(() => {
+      this.checkedEpoch = -1;
+    });
     const n = this.read.get()?.n ?? 0;
     if (n !== this.gen) {
       this.gen = n;
