@@ -152,6 +152,7 @@ async function readJsonWithLimit(request: Request, limit: number): Promise<unkno
 export function createHttpApp(core: Core) {
   const modules = modulesOf(core);
   const limits = modules.flatMap((m) => m.bodyLimits?.(core) ?? []);
+  const rawPrefixes = limits.filter((l) => l.raw).map((l) => l.prefix);
   const styles: ErrorStyle[] = modules.flatMap((m) => m.errorStyles?.(core) ?? []).sort((a, b) => b.prefix.length - a.prefix.length);
   const started = new WeakMap<Request, number>();
   const errorStatus = new WeakMap<Request, number>();
@@ -169,7 +170,9 @@ export function createHttpApp(core: Core) {
     })
     .onParse({ as: "global" }, async ({ request }, contentType) => {
       if (!contentType.startsWith("application/json") && !contentType.endsWith("+json")) return;
-      const limit = limitFor(limits, new URL(request.url).pathname, core.config.maxBodyBytes);
+      const pathname = new URL(request.url).pathname;
+      if (rawPrefixes.some((p) => pathname.startsWith(p))) return;
+      const limit = limitFor(limits, pathname, core.config.maxBodyBytes);
       return readJsonWithLimit(request, limit);
     })
     .onError({ as: "global" }, ({ code, error, request, set }) => {

@@ -4,5 +4,6 @@
  */
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
+import { registriesModule } from "./registries";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule];
+export const DOMAINS: readonly DomainModule[] = [accessModule, registriesModule];
