@@ -207,6 +207,8 @@ export function createHttpApp(core: Core) {
         path: "/api/docs",
         specPath: "/api/docs/json",
         exclude: ["/api/docs", "/api/docs/json"],
+        // Protocol documents with a file name (cargo's /cargo/config.json) are routes too.
+        excludeStaticFile: false,
         documentation: {
           info: { title: "ops", version: core.version, description: "The ops API: access, resources, delivery, observability, translations and packages." },
           components: {

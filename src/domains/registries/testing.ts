@@ -75,7 +75,7 @@ export function writeTree(dir: string, files: Record<string, string | Uint8Array
 }
 
 /** A gzip'd tar of `files` (relative paths, as given) built with `tar`. */
-export async function tarGz(files: Record<string, string | Uint8Array>): Promise<Uint8Array> {
+export async function tarGz(files: Record<string, string | Uint8Array>): Promise<Uint8Array<ArrayBuffer>> {
   const dir = tempDir("ops-tar-");
   writeTree(dir, files);
   const chunks: Buffer[] = [];
@@ -99,12 +99,12 @@ export function npmPublishBody(name: string, version: string, tarball: Uint8Arra
 }
 
 /** A valid npm tarball for `name@version` with `extra` package.json fields. */
-export function npmTarball(name: string, version: string, extra: Record<string, unknown> = {}): Promise<Uint8Array> {
+export function npmTarball(name: string, version: string, extra: Record<string, unknown> = {}): Promise<Uint8Array<ArrayBuffer>> {
   return tarGz({ "package/package.json": JSON.stringify({ name, version, ...extra }), "package/index.js": "module.exports = 1;\n" });
 }
 
 /** cargo's publish framing around metadata and a .crate. */
-export function cargoPublishBody(metadata: Record<string, unknown>, crate: Uint8Array): Uint8Array {
+export function cargoPublishBody(metadata: Record<string, unknown>, crate: Uint8Array): Uint8Array<ArrayBuffer> {
   const json = new TextEncoder().encode(JSON.stringify(metadata));
   const out = new Uint8Array(8 + json.byteLength + crate.byteLength);
   const view = new DataView(out.buffer);
@@ -121,7 +121,54 @@ export function cargoMetadata(name: string, vers: string, deps: unknown[] = []):
 }
 
 /** A valid .crate for `name@vers`. */
-export function crateArchive(name: string, vers: string): Promise<Uint8Array> {
+export function crateArchive(name: string, vers: string): Promise<Uint8Array<ArrayBuffer>> {
   const root = `${name}-${vers}`;
   return tarGz({ [`${root}/Cargo.toml`]: `[package]\nname = "${name}"\nversion = "${vers}"\nedition = "2021"\n`, [`${root}/src/lib.rs`]: "pub fn f() -> u32 { 1 }\n" });
+}
+
+export interface RawEntry {
+  name: string;
+  /** ustar type flag: "0" file, "1" hard link, "2" symlink, "5" directory, "6" FIFO. */
+  type?: "0" | "1" | "2" | "5" | "6";
+  data?: Uint8Array | string;
+  link?: string;
+}
+
+/**
+ * A gzip'd tar written header by header, for archives `tar` itself refuses to create (absolute
+ * paths, `..`, links): the hostile input tests need them byte for byte.
+ */
+export function rawTarGz(entries: RawEntry[]): Uint8Array<ArrayBuffer> {
+  const blocks: Uint8Array[] = [];
+  const enc = new TextEncoder();
+  const field = (buf: Uint8Array, off: number, len: number, value: string) => buf.set(enc.encode(value).subarray(0, len), off);
+  const octal = (n: number, len: number) => n.toString(8).padStart(len - 1, "0") + "\0";
+  for (const e of entries) {
+    const data = typeof e.data === "string" ? enc.encode(e.data) : (e.data ?? new Uint8Array(0));
+    const type = e.type ?? "0";
+    const size = type === "0" ? data.byteLength : 0;
+    const h = new Uint8Array(512);
+    field(h, 0, 100, e.name);
+    field(h, 100, 8, octal(type === "5" ? 0o755 : 0o644, 8));
+    field(h, 108, 8, octal(0, 8));
+    field(h, 116, 8, octal(0, 8));
+    field(h, 124, 12, octal(size, 12));
+    field(h, 136, 12, octal(0, 12));
+    field(h, 148, 8, "        ");
+    field(h, 156, 1, type);
+    field(h, 157, 100, e.link ?? "");
+    field(h, 257, 6, "ustar\0");
+    field(h, 263, 2, "00");
+    let sum = 0;
+    for (const b of h) sum += b;
+    field(h, 148, 8, sum.toString(8).padStart(6, "0") + "\0 ");
+    blocks.push(h);
+    if (size > 0) {
+      const padded = new Uint8Array(Math.ceil(size / 512) * 512);
+      padded.set(data);
+      blocks.push(padded);
+    }
+  }
+  blocks.push(new Uint8Array(1024));
+  return new Uint8Array(Bun.gzipSync(Buffer.concat(blocks)));
 }

@@ -111,7 +111,6 @@ describe("cargo", () => {
     expect(unclaimed.stderr).toContain("403");
     expect(unclaimed.stderr).toContain("not claimed");
     const reader = await cargo(["publish", "--registry", "ops", "--no-verify", "--allow-dirty"], crate("ops-alpha", "0.3.0"), cast.readerToken);
-    console.log(again.stderr, unclaimed.stderr, reader.stderr);
     expect(reader.code).not.toBe(0);
     expect(reader.stderr).toContain("403");
   });

@@ -46,9 +46,9 @@ describe("PUT /cargo/api/v1/crates/new", () => {
   test("400 when the framing or the metadata is malformed, with cargo's error body", async () => {
     const crate = await crateArchive("serde-lite", "0.2.0");
     const good = cargoPublishBody(cargoMetadata("serde-lite", "0.2.0"), crate);
-    const cases: Uint8Array[] = [
+    const cases: Uint8Array<ArrayBuffer>[] = [
       new Uint8Array([1, 2]),
-      good.subarray(0, good.byteLength - 10),
+      good.slice(0, good.byteLength - 10),
       (() => {
         const b = good.slice();
         new DataView(b.buffer).setUint32(0, 1_000_000, true);

@@ -28,7 +28,7 @@ async function registryToken(secret: string, scope: string): Promise<string> {
   return (await expectStatus(res, 200)).token;
 }
 
-async function pushBlob(token: string, bytes: Uint8Array): Promise<string> {
+async function pushBlob(token: string, bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = sha(bytes);
   const res = await t.request("POST", `/v2/${repo}/blobs/uploads/?digest=${encodeURIComponent(digest)}`, { token, raw: bytes, headers: { "content-type": "application/octet-stream" } });
   await expectStatus(res, 201);
