@@ -4,5 +4,6 @@
  */
 import type { Command } from "./commands/types";
 import { serveCommand, migrateCommand, versionCommand } from "./commands/server";
+import { rotateSecretsKeyCommand, sealCommand, unsealCommand } from "./commands/secrets";
 
-export const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, versionCommand];
+export const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, versionCommand, rotateSecretsKeyCommand, sealCommand, unsealCommand];

@@ -5,11 +5,13 @@
  * stops, close hooks flush, the databases close, and the process exits 0.
  */
 import type { Config } from "./core/config";
-import { createCore, createHttpApp, closeCore, modulesOf, maxBodyLimit, type CoreOptions } from "./app";
+import { createCore, createHttpApp, closeCore, modulesOf, maxBodyLimit, type CoreOptions, type HttpApp } from "./app";
 import type { Core } from "./core/core";
 
 export interface RunningServer {
   core: Core;
+  /** The app behind the listener (`app.handle` still answers in-process once the listener closed). */
+  app: HttpApp;
   url: string;
   port: number;
   /** Drain and close; resolves when everything is closed. */
@@ -61,5 +63,5 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
     process.once("SIGTERM", () => onSignal("SIGTERM"));
     process.once("SIGINT", () => onSignal("SIGINT"));
   }
-  return { core, url, port: server.port ?? config.listen.port, shutdown };
+  return { core, app, url, port: server.port ?? config.listen.port, shutdown };
 }

@@ -7,10 +7,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "bun:test";
+import { Database } from "bun:sqlite";
 import { loadConfig } from "../src/core/config";
 import { FixedClock } from "../src/core/clock";
 import { createCore, createHttpApp, closeCore, maxBodyLimit, type HttpApp } from "../src/app";
 import type { Core, DomainModule } from "../src/core/core";
+import type { Principal } from "../src/core/authz/principal";
 
 export interface RequestOptions {
   body?: unknown;
@@ -131,4 +133,58 @@ export async function expectStatus<T = any>(res: Response, status: number): Prom
   }
   expect(res.status).toBe(status);
   return body as T;
+}
+
+/** Poll `url` until it answers `status` (a server starting up), or fail after `ms`. */
+export async function waitFor(url: string, status = 200, ms = 20_000): Promise<Response> {
+  const deadline = Date.now() + ms;
+  let last = "no answer";
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url);
+      if (res.status === status) return res;
+      last = `HTTP ${res.status}`;
+      await res.arrayBuffer();
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    await Bun.sleep(50);
+  }
+  throw new Error(`${url} did not answer ${status} within ${ms} ms (last: ${last})`);
+}
+
+/** True when SQLite's integrity_check of `file` is "ok". */
+export function integrityOk(file: string): boolean {
+  const db = new Database(file, { readonly: true });
+  try {
+    return JSON.stringify(db.query("PRAGMA integrity_check").all()) === JSON.stringify([{ integrity_check: "ok" }]);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * A principal for kernel tests that stand in for the access domain (fake access hooks): a person
+ * `<name>@ops.test` signed in with a console session. Domain tests create real ones through the
+ * access domain's services instead.
+ */
+export function fakePrincipal(name: string, over: Partial<Principal> = {}): Principal {
+  return {
+    operatorId: `op-${name}`,
+    kind: "person",
+    name: `${name}@ops.test`,
+    email: `${name}@ops.test`,
+    displayName: name,
+    suspended: false,
+    via: "console",
+    actor: `${name}@ops.test`,
+    sessionId: `s-${name}`,
+    sessionKind: "console",
+    tokenId: null,
+    tokenScopes: null,
+    tokenProjectId: null,
+    tokenProjectSlug: null,
+    viaCookie: false,
+    ...over,
+  };
 }

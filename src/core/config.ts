@@ -35,6 +35,8 @@ export interface Config {
   readonly dbPlaneUrl: string | null;
   /** Whether the database plane runs point-in-time recovery (governs the restore runbook). */
   readonly dbPlanePitr: boolean;
+  /** The pgBackRest stanza that backs up the database plane (named in restore runbooks). */
+  readonly dbPlaneStanza: string;
   /** The estate's npm scope, with the `@`. */
   readonly npmScope: string;
   /** Bootstrap owner for an empty data dir. */
@@ -79,6 +81,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_SECRETS_KEY_FILE", default: "(unset)", description: "File holding the secrets master key (else keys/secrets.key)" },
   { name: "OPS_DB_PLANE_URL", default: "(unset)", description: "PostgreSQL URL that database resources are provisioned on" },
   { name: "OPS_DB_PLANE_PITR", default: "false", description: "The plane runs point-in-time recovery (restore runbook)" },
+  { name: "OPS_DB_PLANE_STANZA", default: "main", description: "pgBackRest stanza of the database plane (restore runbook)" },
   { name: "OPS_NPM_SCOPE", default: "@ops", description: "The estate's npm scope; npm names outside it are refused" },
   { name: "OPS_BOOTSTRAP_EMAIL", default: "admin@localhost", description: "Estate owner created on an empty data dir" },
   { name: "OPS_BOOTSTRAP_PASSWORD", default: "(generated)", description: "Owner's password; generated and printed once when unset" },
@@ -188,6 +191,10 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     throw new ConfigError("OPS_LOG_LEVEL", `expected debug, info, warn or error, got "${logLevel}"`);
   }
   const secretsKeyFile = str(e, "OPS_SECRETS_KEY_FILE");
+  const dbPlaneStanza = str(e, "OPS_DB_PLANE_STANZA") ?? "main";
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(dbPlaneStanza)) {
+    throw new ConfigError("OPS_DB_PLANE_STANZA", `expected a stanza name (letters, digits, . _ -), got "${dbPlaneStanza}"`);
+  }
 
   const config: Config = {
     dataDir,
@@ -201,6 +208,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     secretsKeyFile: secretsKeyFile === null ? null : path.resolve(cwd, secretsKeyFile),
     dbPlaneUrl: url(e, "OPS_DB_PLANE_URL", ["postgres:", "postgresql:"]),
     dbPlanePitr: bool(e, "OPS_DB_PLANE_PITR", false),
+    dbPlaneStanza,
     npmScope,
     bootstrapEmail,
     bootstrapPassword,

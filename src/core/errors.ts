@@ -93,6 +93,10 @@ interface SqliteLikeError {
  * foreign-key violations, not-found, validation and parse errors are mapped here and nowhere else.
  */
 export function normaliseError(err: unknown, elysiaCode?: string | number): NormalisedError {
+  // Elysia wraps whatever a body parser throws in its ParseError ("PARSE"). The kernel's own
+  // parser throws OpsErrors (413 past the body limit, malformed_json), which keep their status.
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  if (elysiaCode === "PARSE" && cause instanceof OpsError) return normaliseError(cause);
   if (err instanceof OpsError) {
     return { status: err.status, code: err.code, message: err.message, details: err.details, headers: err.headers, internal: false };
   }

@@ -4,6 +4,8 @@
  */
 import type { DomainModule } from "../core/core";
 import { accessModule } from "./access";
+import { resourcesModule } from "./resources";
+import { secretsModule } from "./secrets";
 import { registriesModule } from "./registries";
 
-export const DOMAINS: readonly DomainModule[] = [accessModule, registriesModule];
+export const DOMAINS: readonly DomainModule[] = [accessModule, resourcesModule, secretsModule, registriesModule];

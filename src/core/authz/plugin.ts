@@ -36,7 +36,8 @@ export interface PermissionOptions {
   key: PermissionKey | typeof AUTHENTICATED;
   /**
    * Where the project comes from. Default: the `:slug` path parameter when the route has one.
-   * A function returns the project's slug (or throws its own not-found).
+   * A function returns the project's slug (or throws its own not-found). Annotate its parameter
+   * (`(ctx: ResolveContext) => …`): an unannotated arrow makes TypeScript lose the handler's `auth`.
    */
   project?: (ctx: ResolveContext) => string | Promise<string>;
   /**
@@ -167,10 +168,13 @@ async function authorize(core: Core, ctx: Record<string, unknown>, spec: Permiss
   else scope = { kind: "any" };
   const ev = evaluate(principal, grants, scope);
 
-  if (opts.key !== AUTHENTICATED && !ev.permissions.has(opts.key)) {
+  // `authenticated` needs no permission, but it does need an operator who is not suspended.
+  const refused = opts.key === AUTHENTICATED ? principal.suspended : !ev.permissions.has(opts.key);
+  if (refused) {
     const where = project ? `in ${project.slug}` : "estate-wide";
     deny(core, principal, meta, opts.key, path, project?.slug ?? null, environment, denyReason(opts.key, ev, where));
-    throw new OpsError("forbidden", `Your access does not include ${opts.key} ${where}.`, { permission: opts.key });
+    const message = principal.suspended ? "Your account is suspended." : `Your access does not include ${opts.key} ${where}.`;
+    throw new OpsError("forbidden", message, { permission: opts.key });
   }
   if (core.config.auditReads && SAFE_METHODS.has(request.method)) {
     writeAudit(core, core.db, {

@@ -1,0 +1,158 @@
+/**
+ * What every benchmark gets: the ops binary (built if missing), a way to start it and other
+ * servers as child processes on loopback ports with temp data dirs, and a load generator (wrk).
+ * Each `bench/<name>.bench.ts` exports `name`, `description` and `run(ctx)`; bench/run.ts finds
+ * them. Load only ever targets 127.0.0.1, for a bounded duration.
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+export const ROOT = path.resolve(import.meta.dir, "..");
+
+export interface LoadOptions {
+  /** Seconds of load per measurement. */
+  duration: number;
+  connections: number;
+  threads: number;
+}
+
+export interface LoadResult {
+  requestsPerSec: number;
+  /** Median and 99th percentile latency in ms. */
+  p50Ms: number;
+  p99Ms: number;
+  /** Non-2xx/3xx answers and socket errors; a fair comparison needs 0. */
+  errors: number;
+}
+
+export interface ChildServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface BenchContext {
+  load: LoadOptions;
+  /** Absolute path of the compiled binary. */
+  binary: string;
+  /** `ops serve` (the compiled binary) on a free loopback port with an empty temp data dir. */
+  startOps(env?: Record<string, string>): Promise<ChildServer>;
+  /** Any server command; `{port}` in argv is replaced with a free port; ready when `readyPath` answers 200. */
+  startServer(argv: string[], readyPath: string): Promise<ChildServer>;
+  /** Run wrk against `url` with the context's load options. */
+  measure(url: string): Promise<LoadResult>;
+}
+
+export interface Benchmark {
+  name: string;
+  description: string;
+  /** Returns the line to print, e.g. `health: ops 41234 req/s, Bun.serve 80211 req/s, ratio 0.51`. */
+  run(ctx: BenchContext): Promise<string>;
+}
+
+function freePort(): number {
+  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+  const port = s.port as number;
+  s.stop(true);
+  return port;
+}
+
+async function waitReady(url: string, child: Bun.Subprocess, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${url}: the server exited with ${child.exitCode} before it was ready`);
+    try {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // Not listening yet.
+    }
+    await Bun.sleep(50);
+  }
+  throw new Error(`${url} was not ready within ${ms} ms`);
+}
+
+export function ensureBinary(): string {
+  const binary = path.join(ROOT, "dist", "ops");
+  if (!existsSync(binary)) {
+    console.log("dist/ops is missing; building it");
+    const r = Bun.spawnSync([process.execPath, "build.ts"], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
+    if (r.exitCode !== 0) throw new Error("the build failed");
+  }
+  return binary;
+}
+
+/** Parse wrk's latency text (`1.23ms`, `850.00us`, `1.02s`) into ms. */
+function ms(text: string): number {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(text.trim());
+  if (!m) return NaN;
+  const n = Number(m[1]);
+  return m[2] === "us" ? n / 1000 : m[2] === "ms" ? n : m[2] === "s" ? n * 1000 : n * 60_000;
+}
+
+export function parseWrk(out: string): LoadResult {
+  const rps = /Requests\/sec:\s+([\d.]+)/.exec(out);
+  if (!rps) throw new Error(`could not read wrk's output:\n${out}`);
+  const p50 = /^\s+50%\s+(\S+)/m.exec(out);
+  const p99 = /^\s+99%\s+(\S+)/m.exec(out);
+  const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(out);
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const sockErrors = sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0;
+  return {
+    requestsPerSec: Math.round(Number(rps[1])),
+    p50Ms: p50 ? ms(p50[1]) : NaN,
+    p99Ms: p99 ? ms(p99[1]) : NaN,
+    errors: (non2xx ? Number(non2xx[1]) : 0) + sockErrors,
+  };
+}
+
+export function createContext(load: LoadOptions): { ctx: BenchContext; cleanup(): Promise<void> } {
+  const wrk = Bun.which("wrk");
+  if (!wrk) throw new Error("wrk is not installed (apt-get install wrk); the benchmarks need it");
+  const binary = ensureBinary();
+  const children: ChildServer[] = [];
+  const temps: string[] = [];
+
+  const spawnServer = async (argv: string[], readyPath: string, env: Record<string, string> = {}, cwd = ROOT): Promise<ChildServer> => {
+    const port = freePort();
+    const cmd = argv.map((a) => a.replaceAll("{port}", String(port)));
+    // Output is discarded, not piped: a full pipe would stall the server mid-benchmark.
+    const child = Bun.spawn(cmd, { cwd, env: { ...process.env, ...env }, stdout: "ignore", stderr: "inherit" });
+    const url = `http://127.0.0.1:${port}`;
+    const server: ChildServer = {
+      url,
+      async stop() {
+        if (child.exitCode === null) child.kill("SIGTERM");
+        await child.exited;
+      },
+    };
+    children.push(server);
+    await waitReady(url + readyPath, child);
+    return server;
+  };
+
+  const ctx: BenchContext = {
+    load,
+    binary,
+    startOps(env = {}) {
+      const dir = mkdtempSync(path.join(tmpdir(), "ops-bench-"));
+      temps.push(dir);
+      return spawnServer([binary, "serve", "--data-dir", path.join(dir, "data"), "--listen", "127.0.0.1:{port}"], "/readyz", env, dir);
+    },
+    startServer: (argv, readyPath) => spawnServer(argv, readyPath),
+    async measure(url) {
+      const args = [wrk, `-t${load.threads}`, `-c${load.connections}`, `-d${load.duration}s`, "--latency", url];
+      const r = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe", timeout: (load.duration + 30) * 1000 });
+      if (r.exitCode !== 0) throw new Error(`wrk failed: ${r.stderr.toString()}`);
+      return parseWrk(r.stdout.toString());
+    },
+  };
+  return {
+    ctx,
+    async cleanup() {
+      for (const c of children) await c.stop();
+      for (const d of temps) rmSync(d, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,26 @@
+/**
+ * The resources domain module: typed resources, their per-type rules, job runs on the
+ * scheduler, and start-up recovery of runs a stopped server left in flight.
+ */
+import type { DomainModule } from "../../core/core";
+import { installBuiltinKinds } from "./kind-rules";
+import { installBucketKind } from "./buckets";
+import { installDatabaseKind } from "./databases";
+import { defineResourceJobs } from "./jobs";
+import { recoverInterruptedRuns, stopLiveRuns } from "./job-runs";
+import { resourcesRoutes } from "./routes";
+
+export const resourcesModule: DomainModule = {
+  name: "resources",
+  install(core) {
+    installBuiltinKinds(core);
+    installBucketKind(core);
+    installDatabaseKind(core);
+    defineResourceJobs(core);
+    core.onClose.push(() => stopLiveRuns(core, core.config.shutdownGraceMs));
+  },
+  onServe(core) {
+    recoverInterruptedRuns(core);
+  },
+  routes: resourcesRoutes,
+};
