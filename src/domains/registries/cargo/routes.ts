@@ -10,7 +10,8 @@ import type { Core } from "../../../core/core";
 import { authzPlugin, type ResolveContext } from "../../../core/authz/plugin";
 import { actorOf } from "../../../core/authz/principal";
 import { OpsError } from "../../../core/errors";
-import { claimOf, resolveForPublish, resolveForRead } from "../shared/resolve";
+import { claimOf, resolveForPublish, resolveForRead, auditDenied } from "../shared/resolve";
+import { evaluate } from "../../../core/authz/effective";
 import { readDocument, notModified } from "../shared/documents";
 import { findFile } from "../shared/reads";
 import { setYanked } from "../shared/publish";
@@ -49,6 +50,11 @@ export function cargoRoutes(core: Core) {
     key: "packages.publish" as const,
     environment: "none" as const,
     project: async (ctx: ResolveContext) => {
+      // Refuse a caller who may publish nowhere before reading (up to 64 MiB of) body.
+      if (!evaluate(ctx.principal, core.access.grants(ctx.principal), { kind: "any" }).permissions.has("packages.publish")) {
+        auditDenied(core, ctx, "packages.publish", "role lacks packages.publish in every project");
+        throw new OpsError("forbidden", "Your access does not include packages.publish in any project.", { permission: "packages.publish" });
+      }
       const parsed = parsePublishBody(await readBodyWithLimit(ctx.request, core.config.maxPublishBytes));
       parsedByRequest.set(ctx.request, parsed);
       return resolveForPublish(core, ctx, "cargo", parsed.metadata.name);

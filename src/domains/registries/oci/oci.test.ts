@@ -5,7 +5,7 @@
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, statSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { count, desc } from "drizzle-orm";
 import { decodeJwt, decodeProtectedHeader } from "jose";
@@ -314,6 +314,33 @@ describe("push and pull", () => {
     expect(next.tags).toEqual(["multi"]);
     const unknown = await registryToken(cast.readerToken, `repository:${cast.project.slug}/never:pull`);
     expect((await expectStatus(await t.request("GET", `/v2/${cast.project.slug}/never/tags/list`, { token: unknown }), 404)).errors[0].code).toBe("NAME_UNKNOWN");
+  });
+
+  test("uploads stream into the blob store: the first chunk is on disk before the client sends the rest", async () => {
+    const first = new Uint8Array(1024 * 1024).fill(1);
+    const rest = new Uint8Array(3 * 1024 * 1024).fill(2);
+    const whole = new Uint8Array([...first, ...rest]);
+    const start = await t.request("POST", `/v2/${repo}/blobs/uploads/`, { token: push });
+    const location = start.headers.get("location")!;
+    let ctl!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({ start: (c) => void (ctl = c) });
+    ctl.enqueue(first);
+    const sent = fetch(t.url + location, { method: "PATCH", headers: { authorization: `Bearer ${push}`, "content-type": "application/octet-stream" }, body, duplex: "half" } as RequestInit);
+    // If the server buffered the body, nothing would reach the disk until the body ended.
+    const tmp = path.join(t.dataDir, "blobs", "tmp");
+    const deadline = Date.now() + 10_000;
+    let onDisk = 0;
+    while (Date.now() < deadline && onDisk < first.byteLength) {
+      onDisk = Math.max(0, ...readdirSync(tmp).map((f) => statSync(path.join(tmp, f)).size));
+      await Bun.sleep(10);
+    }
+    expect(onDisk).toBeGreaterThanOrEqual(first.byteLength);
+    ctl.enqueue(rest);
+    ctl.close();
+    const res = await sent;
+    expect(res.status).toBe(202);
+    expect(res.headers.get("range")).toBe(`0-${whole.byteLength - 1}`);
+    expect((await t.request("PUT", `${location}?digest=${encodeURIComponent(sha(whole))}`, { token: push })).status).toBe(201);
   });
 
   test("Range requests answer 206", async () => {
