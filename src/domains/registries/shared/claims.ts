@@ -12,6 +12,7 @@ import { tx } from "../../../core/db/client";
 import { auditAllowed, type AuditActor } from "../../../core/audit";
 import { OpsError } from "../../../core/errors";
 import { packages, packageVersions } from "./tables";
+import { statements } from "./statements";
 import { lookupKey, nameKey, validateClaimName, type ClaimRegistry, type Registry } from "./names";
 
 export type PackageRow = InferSelectModel<typeof packages>;
@@ -22,9 +23,12 @@ export function findPackageByKey(q: Queryable, registry: Registry, name: string)
   return q.select().from(packages).where(and(eq(packages.registry, registry), eq(packages.nameKey, nameKey(registry, name)))).get() ?? null;
 }
 
-/** The package a protocol path names (case-insensitive, separators exact), or null. */
-export function findPackageByLookup(q: Queryable, registry: Registry, name: string): PackageRow | null {
-  return q.select().from(packages).where(and(eq(packages.registry, registry), eq(packages.lookup, lookupKey(name)))).get() ?? null;
+/** The package a protocol path names (case-insensitive, separators exact), or null. The hot path of every install. */
+export function findPackageByLookup(core: Core, registry: Registry, name: string): PackageRow | null {
+  const r = statements(core).packageByLookup.get(registry, lookupKey(name));
+  return r
+    ? { id: r.id, registry: r.registry, name: r.name, nameKey: r.name_key, lookup: r.lookup, projectId: r.project_id, claimedBy: r.claimed_by, createdAt: r.created_at, updatedAt: r.updated_at }
+    : null;
 }
 
 export function findPackageById(q: Queryable, id: number): PackageRow | null {

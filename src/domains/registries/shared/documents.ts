@@ -10,6 +10,7 @@ import type { Queryable, Tx } from "../../../core/db/client";
 import { tx } from "../../../core/db/client";
 import { sha256Hex } from "../../../core/blobs/store";
 import { packageDocuments } from "./tables";
+import { statements } from "./statements";
 import type { PackageRow } from "./claims";
 
 /** Render every document a package's protocol serves: kind → body. */
@@ -35,12 +36,8 @@ export function storeDocuments(core: Core, t: Tx, pkg: PackageRow, render: Rende
 
 /** The stored document `kind` of `pkg`, rendered first if it is missing or was rendered for another public URL. */
 export function readDocument(core: Core, pkg: PackageRow, kind: string, render: Renderer): StoredDocument {
-  const row = core.db
-    .select({ body: packageDocuments.body, etag: packageDocuments.etag, updatedAt: packageDocuments.updatedAt, baseUrl: packageDocuments.baseUrl })
-    .from(packageDocuments)
-    .where(and(eq(packageDocuments.packageId, pkg.id), eq(packageDocuments.kind, kind)))
-    .get();
-  if (row && row.baseUrl === core.config.publicUrl) return row;
+  const row = statements(core).document.get(pkg.id, kind);
+  if (row && row.base_url === core.config.publicUrl) return { body: row.body, etag: row.etag, updatedAt: row.updated_at };
   tx(core.db, (t) => storeDocuments(core, t, pkg, render));
   const fresh = core.db
     .select({ body: packageDocuments.body, etag: packageDocuments.etag, updatedAt: packageDocuments.updatedAt })

@@ -8,7 +8,8 @@ import type { Principal } from "../../../core/authz/principal";
 import { evaluate } from "../../../core/authz/effective";
 import { iso, isoOrNull } from "../../../core/clock";
 import { OpsError } from "../../../core/errors";
-import { packages, packageVersions, packageFiles } from "./tables";
+import { packages, packageVersions } from "./tables";
+import { statements } from "./statements";
 import { findPackageByKey, type PackageRow } from "./claims";
 import { tagsOf } from "./publish";
 import type { ClaimRegistry } from "./names";
@@ -29,19 +30,13 @@ interface SummaryRow {
 
 /** The file of `pkg` named `fileName` (any version), or null. */
 export function findFile(core: Core, pkg: PackageRow, fileName: string): { digest: string; size: number; versionId: number } | null {
-  return (
-    core.db
-      .select({ digest: packageFiles.digest, size: packageFiles.size, versionId: packageFiles.versionId })
-      .from(packageFiles)
-      .innerJoin(packageVersions, eq(packageVersions.id, packageFiles.versionId))
-      .where(and(eq(packageVersions.packageId, pkg.id), eq(packageFiles.name, fileName)))
-      .get() ?? null
-  );
+  const r = statements(core).fileByName.get(pkg.id, fileName);
+  return r ? { digest: r.digest, size: r.size, versionId: r.version_id } : null;
 }
 
 /** True when `pkg` has at least one version. */
 export function hasVersions(core: Core, pkg: PackageRow): boolean {
-  return core.db.select({ id: packageVersions.id }).from(packageVersions).where(eq(packageVersions.packageId, pkg.id)).limit(1).get() !== undefined;
+  return statements(core).anyVersion.get(pkg.id) !== null;
 }
 
 function summaries(core: Core, projectIds: readonly string[], registries: readonly ClaimRegistry[]): PackageSummary[] {
