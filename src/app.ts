@@ -207,7 +207,8 @@ export function createHttpApp(core: Core) {
         path: "/api/docs",
         specPath: "/api/docs/json",
         exclude: ["/api/docs", "/api/docs/json"],
-        // Protocol documents with a file name (cargo's /cargo/config.json) are routes too.
+        // Routes with a dot (GET /api/v1/cli/install.sh, GET /cargo/config.json) are API routes too;
+        // static files hide themselves.
         excludeStaticFile: false,
         documentation: {
           info: { title: "ops", version: core.version, description: "The ops API: access, resources, delivery, observability, translations and packages." },

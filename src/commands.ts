@@ -5,5 +5,19 @@
 import type { Command } from "./commands/types";
 import { serveCommand, migrateCommand, versionCommand } from "./commands/server";
 import { rotateSecretsKeyCommand, sealCommand, unsealCommand } from "./commands/secrets";
+import { adminCreateOperatorCommand, adminCreateProjectCommand } from "./domains/access/commands";
+import { publishCliCommand } from "./domains/cli/commands";
+import { CLIENT_COMMANDS } from "./cli";
 
-export const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, versionCommand, rotateSecretsKeyCommand, sealCommand, unsealCommand];
+export const COMMANDS: readonly Command[] = [
+  serveCommand,
+  migrateCommand,
+  versionCommand,
+  rotateSecretsKeyCommand,
+  sealCommand,
+  unsealCommand,
+  adminCreateOperatorCommand,
+  adminCreateProjectCommand,
+  publishCliCommand,
+  ...CLIENT_COMMANDS,
+];

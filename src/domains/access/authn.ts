@@ -3,6 +3,8 @@
  * They sit on the hot path, so they use statements prepared once per Core (raw bun:sqlite), and
  * `last_seen_at` / `last_used` are batched in memory and flushed by the scheduler
  * (`access.flush-last-used`, every minute) and on shutdown, never written per request.
+ * Credential rows and grants are cached per access generation (access-cache.ts); expiry and
+ * idle time are still checked on every request from the cached row.
  */
 import type { Statement } from "bun:sqlite";
 import type { Core, Credentials, AccessHooks, ProjectRef } from "../../core/core";
@@ -10,6 +12,7 @@ import type { Principal } from "../../core/authz/principal";
 import type { Grants, Membership, Policy } from "../../core/authz/effective";
 import { isWellFormedSecret, secretDigest } from "../../core/ids";
 import { sessionEndsAt } from "./sessions";
+import { accessCache, GenerationCache } from "./access-cache";
 
 interface SessionJoin {
   id: string;
@@ -139,60 +142,93 @@ export function accessHooks(core: Core): AccessHooks {
     return v;
   };
 
+  const cache = accessCache(core);
+  const sessionRows = cache.map<SessionJoin>();
+  const tokenRows = cache.map<TokenJoin>();
+  const principals = cache.map<Principal>();
+  const grantsByOperator = cache.map<Grants>();
+
+  const sessionPrincipal = (row: SessionJoin, viaCookie: boolean): Principal => ({
+    operatorId: row.operator_id,
+    kind: row.o_kind,
+    name: (row.o_kind === "person" ? row.email : row.handle) ?? "",
+    email: row.email,
+    displayName: row.display_name,
+    suspended: false,
+    via: "console",
+    actor: row.o_kind === "person" ? (row.email ?? "") : "api-token",
+    sessionId: row.id,
+    sessionKind: row.kind,
+    tokenId: null,
+    tokenScopes: null,
+    tokenProjectId: null,
+    tokenProjectSlug: null,
+    viaCookie,
+  });
+
   const fromSession = (secret: string, viaCookie: boolean): Principal | null => {
-    const row = st.session.get(secretDigest(secret));
-    if (!row || row.revoked_at !== null || row.suspended_at !== null) return null;
+    const digest = secretDigest(secret);
+    let row = sessionRows.get(digest);
+    if (!row) {
+      row = st.session.get(digest) ?? undefined;
+      if (!row) return null;
+      GenerationCache.put(sessionRows, digest, row);
+    }
+    if (row.revoked_at !== null || row.suspended_at !== null) return null;
     const now = core.clock.now();
     const lastSeen = Math.max(row.last_seen_at, batch.sessions.get(row.id) ?? 0);
     if (now >= sessionEndsAt({ kind: row.kind, expiresAt: row.expires_at }, lastSeen)) return null;
     batch.sessions.set(row.id, now);
-    return {
-      operatorId: row.operator_id,
-      kind: row.o_kind,
-      name: (row.o_kind === "person" ? row.email : row.handle) ?? "",
-      email: row.email,
-      displayName: row.display_name,
-      suspended: false,
-      via: "console",
-      actor: row.o_kind === "person" ? (row.email ?? "") : "api-token",
-      sessionId: row.id,
-      sessionKind: row.kind,
-      tokenId: null,
-      tokenScopes: null,
-      tokenProjectId: null,
-      tokenProjectSlug: null,
-      viaCookie,
-    };
+    const key = `${viaCookie ? "c" : "s"}:${digest}`;
+    let p = principals.get(key);
+    if (!p) {
+      p = sessionPrincipal(row, viaCookie);
+      GenerationCache.put(principals, key, p);
+    }
+    return p;
   };
 
   const fromToken = (secret: string): Principal | null => {
-    const row = st.token.get(secretDigest(secret));
-    if (!row || row.revoked_at !== null || row.suspended_at !== null) return null;
+    const digest = secretDigest(secret);
+    let row = tokenRows.get(digest);
+    if (!row) {
+      row = st.token.get(digest) ?? undefined;
+      if (!row) return null;
+      GenerationCache.put(tokenRows, digest, row);
+    }
+    if (row.revoked_at !== null || row.suspended_at !== null) return null;
     const now = core.clock.now();
     if (row.expires_at !== null && now >= row.expires_at) return null;
     batch.tokens.set(row.id, now);
-    const person = row.o_kind === "person";
-    return {
-      operatorId: row.operator_id,
-      kind: row.o_kind,
-      name: (person ? row.email : row.handle) ?? "",
-      email: row.email,
-      displayName: row.display_name,
-      suspended: false,
-      via: person ? "token" : "api-token",
-      actor: person ? (row.email ?? "") : "api-token",
-      sessionId: null,
-      sessionKind: null,
-      tokenId: row.id,
-      tokenScopes: list(row.scopes),
-      tokenProjectId: row.project_id,
-      tokenProjectSlug: row.project_slug,
-      viaCookie: false,
-    };
+    const key = `t:${digest}`;
+    let p = principals.get(key);
+    if (!p) {
+      const person = row.o_kind === "person";
+      p = {
+        operatorId: row.operator_id,
+        kind: row.o_kind,
+        name: (person ? row.email : row.handle) ?? "",
+        email: row.email,
+        displayName: row.display_name,
+        suspended: false,
+        via: person ? "token" : "api-token",
+        actor: person ? (row.email ?? "") : "api-token",
+        sessionId: null,
+        sessionKind: null,
+        tokenId: row.id,
+        tokenScopes: list(row.scopes),
+        tokenProjectId: row.project_id,
+        tokenProjectSlug: row.project_slug,
+        viaCookie: false,
+      };
+      GenerationCache.put(principals, key, p);
+    }
+    return p;
   };
 
   return {
     authenticate(creds: Credentials): Principal | null {
+      cache.sync();
       const bearer = creds.bearer ?? creds.basicPassword;
       if (bearer) {
         if (isWellFormedSecret(bearer, ["opss_"])) return fromSession(bearer, false);
@@ -206,9 +242,14 @@ export function accessHooks(core: Core): AccessHooks {
     findProject: (slug) => toRef(st.projectBySlug.get(slug)),
     findProjectById: (id) => toRef(st.projectById.get(id)),
     grants(principal: Principal): Grants {
+      cache.sync();
+      const hit = grantsByOperator.get(principal.operatorId);
+      if (hit) return hit;
       const memberships: Membership[] = st.memberships.all(principal.operatorId).map((m) => ({ projectId: m.project_id, roleId: m.role_id, permissions: list(m.permissions) }));
       const policies: Policy[] = st.policies.all(principal.operatorId).map((p) => ({ projectId: p.project_id, environment: p.environment, roleId: p.role_id, allowed: list(p.allowed) }));
-      return { memberships, policies };
+      const grants = { memberships, policies };
+      GenerationCache.put(grantsByOperator, principal.operatorId, grants);
+      return grants;
     },
   };
 }

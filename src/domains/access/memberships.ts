@@ -2,11 +2,11 @@
  * Memberships: one per operator per project (or one estate-wide, `project_id` null). Setting a
  * membership for an operator who already has one in that scope changes their role.
  */
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, isNull, or } from "drizzle-orm";
 import type { Core } from "../../core/core";
-import type { Tx } from "../../core/db/client";
+import type { Queryable, Tx } from "../../core/db/client";
 import { uuidv7 } from "../../core/ids";
-import { memberships } from "./tables";
+import { memberships, operators } from "./tables";
 import type { MembershipRow } from "./rows";
 
 /** Insert or change the operator's membership in `projectId` (null = estate-wide) inside `t`. */
@@ -20,4 +20,18 @@ export function upsertMembership(core: Core, t: Tx, operatorId: string, projectI
   const now = core.clock.now();
   const row = t.insert(memberships).values({ id: uuidv7(now), operatorId, projectId, roleId, scope: projectId ?? "", createdAt: now }).returning().get();
   return { row, created: true };
+}
+
+/**
+ * The people a project's notices go to: everyone with a membership there or estate-wide, not
+ * suspended. Machines get no notices (nobody reads them).
+ */
+export function projectPeople(q: Queryable, projectId: string): string[] {
+  return q
+    .selectDistinct({ id: operators.id })
+    .from(memberships)
+    .innerJoin(operators, eq(operators.id, memberships.operatorId))
+    .where(and(or(eq(memberships.projectId, projectId), isNull(memberships.projectId)), eq(operators.kind, "person"), isNull(operators.suspendedAt)))
+    .all()
+    .map((r) => r.id);
 }

@@ -1,6 +1,8 @@
 /**
  * Access routes. Handlers parse, call a service, return; the `permission` macro has already
- * authorized the caller and hands over `auth`.
+ * authorized the caller and hands over `auth`. Split by idea: routes-identity.ts (sign-in, me,
+ * sessions), routes-admin.ts (operators, projects), routes-project-access.ts (members, roles,
+ * policies), routes-tokens.ts (tokens, audit).
  */
 import { Elysia, t } from "elysia";
 import type { Core } from "../../core/core";
@@ -8,8 +10,12 @@ import { authzPlugin } from "../../core/authz/plugin";
 import { PERMISSIONS } from "../../core/authz/catalog";
 import { errors } from "../../core/http-schemas";
 import { accessModels } from "./model";
+import { identityRoutes } from "./routes-identity";
+import { adminRoutes } from "./routes-admin";
+import { projectAccessRoutes } from "./routes-project-access";
+import { tokenRoutes } from "./routes-tokens";
 
-export function accessRoutes(core: Core) {
+function permissionRoutes(core: Core) {
   return new Elysia({ prefix: "/api/v1", tags: ["access"] })
     .use(authzPlugin(core))
     .model(accessModels)
@@ -18,4 +24,8 @@ export function accessRoutes(core: Core) {
       detail: { summary: "The 28 permissions in console order, groups contiguous" },
       response: { 200: t.Array(t.Ref("PermissionResponse")), ...errors(401) },
     });
+}
+
+export function accessRoutes(core: Core) {
+  return new Elysia({ name: "ops-access-routes", seed: core.id }).use(permissionRoutes(core)).use(identityRoutes(core)).use(adminRoutes(core)).use(projectAccessRoutes(core)).use(tokenRoutes(core));
 }

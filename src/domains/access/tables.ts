@@ -145,3 +145,16 @@ export const tokens = sqliteTable(
   },
   (t) => [uniqueIndex("tokens_digest").on(t.digest), index("tokens_operator").on(t.operatorId), index("tokens_project").on(t.projectId)],
 );
+
+/**
+ * One row counting changes to what authentication and authorization read (operators, sessions'
+ * and tokens' revocation and expiry, memberships, roles, policies, projects). SQLite triggers
+ * (migration 0003) bump it in the writing transaction, whichever connection or process writes, so
+ * the in-memory caches of principals and grants (access-cache.ts) are dropped the moment any of
+ * it changes: revocation stays instant. Sessions' `last_seen_at` counts too (the batched flush
+ * moves it about once a minute), so a cached session row never carries a stale idle clock.
+ */
+export const accessGeneration = sqliteTable("access_generation", {
+  id: integer("id").primaryKey(),
+  n: integer("n").notNull(),
+});

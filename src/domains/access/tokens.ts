@@ -48,6 +48,10 @@ export function overCarry(core: Core, minter: Principal, role: Pick<RoleRow, "pe
 /** Throw 403 for machines and 422 when the role would carry more than the minter holds. */
 export function assertMintable(core: Core, minter: Principal, role: RoleRow, projectId: string | null, verb: "mint" | "approve" = "mint"): void {
   if (minter.kind === "machine") throw new OpsError("forbidden", `A machine operator cannot ${verb === "mint" ? "mint tokens" : "approve devices"}.`);
+  // A pinned token acts in one project only; what it mints must stay there too.
+  if (minter.tokenProjectId !== null && projectId !== minter.tokenProjectId) {
+    throw new OpsError("refused", `A token pinned to ${minter.tokenProjectSlug} can only mint tokens pinned to ${minter.tokenProjectSlug}.`, { project: minter.tokenProjectSlug });
+  }
   const extra = overCarry(core, minter, role, projectId);
   if (extra.length > 0) {
     throw new OpsError("refused", "A token cannot carry more than the caller does.", { permissions: extra });

@@ -1,0 +1,90 @@
+/**
+ * Authenticated `GET /api/v1/me` with a minted token on `ops serve` (run from source, temp data
+ * dir) against a bare Bun.serve hello under the same wrk load: what authentication (token digest
+ * lookup), the authorization macro (grants) and the identity read cost per request.
+ * `npm run bench -- me`, or on its own: `bun bench/me.bench.ts [--duration 10] [--connections 50]`.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { ROOT, parseWrk, createContext, type BenchContext, type LoadResult } from "./lib";
+
+export const name = "me";
+export const description = "GET /api/v1/me with a token: ops serve (from source) vs a bare Bun.serve";
+
+const OWNER = { email: "bench-owner@ops.test", password: "bench-owner-password" };
+
+async function json(url: string, init: RequestInit): Promise<any> {
+  const res = await fetch(url, { ...init, headers: { "content-type": "application/json", ...(init.headers ?? {}) } });
+  const body = await res.json();
+  if (!res.ok) throw new Error(`${init.method ?? "GET"} ${url}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** wrk with an Authorization header (ctx.measure sends none). */
+function measureWithToken(ctx: BenchContext, url: string, token: string): LoadResult {
+  const wrk = Bun.which("wrk");
+  if (!wrk) throw new Error("wrk is not installed (apt-get install wrk)");
+  const { threads, connections, duration } = ctx.load;
+  const r = Bun.spawnSync([wrk, `-t${threads}`, `-c${connections}`, `-d${duration}s`, "--latency", "-H", `Authorization: Bearer ${token}`, url], { stdout: "pipe", stderr: "pipe", timeout: (duration + 30) * 1000 });
+  if (r.exitCode !== 0) throw new Error(`wrk failed: ${r.stderr.toString()}`);
+  return parseWrk(r.stdout.toString());
+}
+
+export async function run(ctx: BenchContext): Promise<string> {
+  const dir = mkdtempSync(path.join(tmpdir(), "ops-bench-me-"));
+  try {
+    const ops = await ctx.startServer(
+      ["env", `OPS_BOOTSTRAP_EMAIL=${OWNER.email}`, `OPS_BOOTSTRAP_PASSWORD=${OWNER.password}`, process.execPath, path.join(ROOT, "src/main.ts"), "serve", "--data-dir", path.join(dir, "data"), "--listen", "127.0.0.1:{port}"],
+      "/readyz",
+    );
+    let opsResult: LoadResult;
+    let healthResult: LoadResult;
+    try {
+      // Set-up through the API: sign in as the bootstrapped owner, create a project, mint a token.
+      const login = await json(`${ops.url}/api/v1/auth/login`, { method: "POST", body: JSON.stringify({ ...OWNER, client: "cli" }) });
+      const auth = { authorization: `Bearer ${login.token}` };
+      await json(`${ops.url}/api/v1/projects`, { method: "POST", headers: auth, body: JSON.stringify({ slug: "bench", name: "Bench" }) });
+      const roles = await json(`${ops.url}/api/v1/projects/bench/roles`, { headers: auth });
+      const developer = roles.find((r: { slug: string }) => r.slug === "developer");
+      const minted = await json(`${ops.url}/api/v1/tokens`, { method: "POST", headers: auth, body: JSON.stringify({ name: "bench", role_id: developer.id }) });
+      const me = await json(`${ops.url}/api/v1/me`, { headers: { authorization: `Bearer ${minted.secret}` } });
+      if (me.via !== "token") throw new Error("the bench token did not authenticate as a token");
+      opsResult = measureWithToken(ctx, `${ops.url}/api/v1/me`, minted.secret);
+      // The same server's unauthenticated /health: the ceiling the kernel's plumbing sets.
+      healthResult = await ctx.measure(`${ops.url}/health`);
+    } finally {
+      await ops.stop();
+    }
+    const hello = await ctx.startServer([process.execPath, path.join(ROOT, "bench/hello-server.ts"), "{port}"], "/health");
+    const baseResult = await ctx.measure(`${hello.url}/health`);
+    await hello.stop();
+    for (const [who, r] of [["ops", opsResult], ["Bun.serve", baseResult]] as const) {
+      if (r.errors > 0) throw new Error(`${who} answered ${r.errors} errors under load`);
+    }
+    const ratio = opsResult.requestsPerSec / baseResult.requestsPerSec;
+    return (
+      `me: ops ${opsResult.requestsPerSec} req/s, Bun.serve ${baseResult.requestsPerSec} req/s, ratio ${ratio.toFixed(2)}` +
+      ` (p50 ${opsResult.p50Ms.toFixed(2)} ms vs ${baseResult.p50Ms.toFixed(2)} ms, p99 ${opsResult.p99Ms.toFixed(2)} ms vs ${baseResult.p99Ms.toFixed(2)} ms;` +
+      ` ${ctx.load.connections} connections, ${ctx.load.threads} threads, ${ctx.load.duration} s each;` +
+      ` the same server's /health ${healthResult.requestsPerSec} req/s, so /me runs at ${(opsResult.requestsPerSec / healthResult.requestsPerSec).toFixed(2)} of the plumbing's ceiling)`
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: { duration: { type: "string", default: "10" }, connections: { type: "string", default: "50" }, threads: { type: "string", default: "2" } },
+    strict: true,
+  });
+  const { ctx, cleanup } = createContext({ duration: Number(values.duration), connections: Number(values.connections), threads: Number(values.threads) });
+  try {
+    console.log(await run(ctx));
+  } finally {
+    await cleanup();
+  }
+}

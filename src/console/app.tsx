@@ -1,0 +1,118 @@
+/**
+ * The console shell: a header with navigation, and the screen for the current path. Screens that
+ * need a person ask `GET /api/v1/me` first and show sign-in (then come back) when it says 401.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError, type Me } from "./api";
+import { Alert, Link, navigate } from "./ui";
+import { SignIn } from "./screens/sign-in";
+import { DevicePage } from "./screens/device";
+import { StatusPage } from "./screens/status";
+import { AccountPage } from "./screens/account";
+
+function currentLocation(): { path: string; query: URLSearchParams; full: string } {
+  return { path: location.pathname, query: new URLSearchParams(location.search), full: location.pathname + location.search };
+}
+
+const TITLES: Record<string, string> = { "/status": "Status", "/device": "Connect a device", "/account": "Account", "/sign-in": "Sign in", "/": "Account" };
+
+export function App() {
+  const [loc, setLoc] = useState(currentLocation());
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [error, setError] = useState<string | null>(null);
+
+  const loadMe = () =>
+    api<Me>("GET", "/api/v1/me")
+      .then((m) => {
+        setMe(m);
+        setError(null);
+      })
+      .catch((e) => {
+        if (e instanceof ApiError && e.status === 401) setMe(null);
+        else {
+          setMe(null);
+          setError(e instanceof ApiError ? e.message : "Could not reach the server.");
+        }
+      });
+
+  useEffect(() => {
+    const on = () => setLoc(currentLocation());
+    addEventListener("popstate", on);
+    void loadMe();
+    return () => removeEventListener("popstate", on);
+  }, []);
+
+  useEffect(() => {
+    document.title = `${TITLES[loc.path] ?? "ops"} · ops`;
+    document.getElementById("main")?.focus({ preventScroll: true });
+  }, [loc.path]);
+
+  async function signOut() {
+    try {
+      await api("POST", "/api/v1/auth/logout");
+    } catch {
+      // Signed out already, or the server is gone: either way forget the person here.
+    }
+    setMe(null);
+    navigate("/sign-in");
+  }
+
+  let screen;
+  const needsPerson = loc.path !== "/status";
+  if (loc.path === "/status") screen = <StatusPage />;
+  else if (me === undefined) screen = <p aria-busy="true">Loading…</p>;
+  else if (me === null || loc.path === "/sign-in") {
+    const next = loc.path === "/sign-in" ? (loc.query.get("next") ?? "/account") : loc.full;
+    screen =
+      me && loc.path === "/sign-in" ? (
+        <Alert kind="info">You are signed in as {me.actor}.</Alert>
+      ) : (
+        <SignIn
+          next={next}
+          onSignedIn={() => {
+            void loadMe().then(() => navigate(next.startsWith("/") && !next.startsWith("//") ? next : "/account"));
+          }}
+        />
+      );
+  } else if (loc.path === "/device") screen = <DevicePage me={me} initialCode={loc.query.get("user_code") ?? ""} />;
+  else if (loc.path === "/account" || loc.path === "/") screen = <AccountPage me={me} onChange={() => void loadMe()} />;
+  else screen = <Alert kind="info">Nothing here. Try the <Link href="/account">account page</Link>.</Alert>;
+
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <Link href={me ? "/account" : "/status"} class="brand">
+          ops
+        </Link>
+        <nav aria-label="Main">
+          <Link href="/status">Status</Link>
+          {me && <Link href="/device">Connect a device</Link>}
+          {me && <Link href="/account">Account</Link>}
+        </nav>
+        <div class="who">
+          {me ? (
+            <>
+              <span class="muted">{me.actor}</span>
+              <button type="button" class="small" onClick={() => void signOut()}>
+                Sign out
+              </button>
+            </>
+          ) : (
+            needsPerson || (
+              <Link href="/sign-in" class="button small">
+                Sign in
+              </Link>
+            )
+          )}
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {error && needsPerson && <Alert>{error}</Alert>}
+        {screen}
+      </main>
+    </>
+  );
+}

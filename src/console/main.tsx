@@ -1,0 +1,6 @@
+/** Browser entry of the console bundle. */
+import { render } from "preact";
+import { App } from "./app";
+
+const root = document.getElementById("app");
+if (root) render(<App />, root);

@@ -1,0 +1,22 @@
+/**
+ * The CLI domain module: releases of the ops binary, install codes, the installer. Release
+ * uploads may be as large as OPS_MAX_RELEASE_BYTES.
+ */
+import type { DomainModule } from "../../core/core";
+import { lt } from "drizzle-orm";
+import { cliRoutes } from "./routes";
+import { installCodes } from "./tables";
+
+const DAY = 86_400_000;
+
+export const cliModule: DomainModule = {
+  name: "cli",
+  install(core) {
+    // Install codes are dead after 600 s; keep them a day for the audit trail's sake, then drop them.
+    core.scheduler.defineTask("cli.sweep-install-codes", "17 * * * *", () => {
+      core.db.delete(installCodes).where(lt(installCodes.expiresAt, core.clock.now() - DAY)).run();
+    });
+  },
+  routes: cliRoutes,
+  bodyLimits: (core) => [{ prefix: "/api/v1/cli/releases", bytes: core.config.maxReleaseBytes }],
+};

@@ -1,0 +1,25 @@
+/** The seven notification kinds of the spec, with the labels settings show. */
+export const NOTIFICATION_KINDS = [
+  { kind: "build.failed", label: "A build failed" },
+  { kind: "deployment.rolled", label: "A deployment rolled out" },
+  { kind: "deployment.refused", label: "A deployment was refused" },
+  { kind: "deployment.auto_rollback", label: "A deployment was rolled back automatically" },
+  { kind: "probe.down", label: "A health probe is failing" },
+  { kind: "quota.high", label: "A quota is nearly used up" },
+  { kind: "package.published", label: "A package was published" },
+] as const;
+
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number]["kind"];
+
+const KINDS: ReadonlySet<string> = new Set(NOTIFICATION_KINDS.map((k) => k.kind));
+
+export function isNotificationKind(s: string): s is NotificationKind {
+  return KINDS.has(s);
+}
+
+export function labelOf(kind: string): string {
+  return NOTIFICATION_KINDS.find((k) => k.kind === kind)?.label ?? kind;
+}
+
+/** Channel defaults when a member has not chosen: in-app on, email off. */
+export const DEFAULT_CHANNELS = { inApp: true, email: false } as const;
