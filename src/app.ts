@@ -152,6 +152,7 @@ async function readJsonWithLimit(request: Request, limit: number): Promise<unkno
 export function createHttpApp(core: Core) {
   const modules = modulesOf(core);
   const limits = modules.flatMap((m) => m.bodyLimits?.(core) ?? []);
+  const rawPrefixes = limits.filter((l) => l.raw).map((l) => l.prefix);
   const styles: ErrorStyle[] = modules.flatMap((m) => m.errorStyles?.(core) ?? []).sort((a, b) => b.prefix.length - a.prefix.length);
   // Per-request timing and error status for the access log, keyed by the request object.
   const started = new WeakMap<Request, number>();
@@ -171,7 +172,9 @@ export function createHttpApp(core: Core) {
     })
     .onParse({ as: "global" }, async ({ request }, contentType) => {
       if (!contentType.startsWith("application/json") && !contentType.endsWith("+json")) return;
-      const limit = limitFor(limits, pathOf(request.url), core.config.maxBodyBytes);
+      const pathname = pathOf(request.url);
+      if (rawPrefixes.some((p) => pathname.startsWith(p))) return;
+      const limit = limitFor(limits, pathname, core.config.maxBodyBytes);
       return readJsonWithLimit(request, limit);
     })
     .onError({ as: "global" }, ({ code, error, request, set }) => {
@@ -207,7 +210,8 @@ export function createHttpApp(core: Core) {
         path: "/api/docs",
         specPath: "/api/docs/json",
         exclude: ["/api/docs", "/api/docs/json"],
-        // Routes with a dot (GET /api/v1/cli/install.sh) are API routes too; static files hide themselves.
+        // Routes with a dot (GET /api/v1/cli/install.sh, GET /cargo/config.json) are API routes too;
+        // static files hide themselves.
         excludeStaticFile: false,
         documentation: {
           info: { title: "ops", version: core.version, description: "The ops API: access, resources, delivery, observability, translations and packages." },

@@ -13,6 +13,8 @@ import { authzPlugin } from "../src/core/authz/plugin";
 import type { DomainModule } from "../src/core/core";
 import { makePerson, makeProject, makeRole } from "./fixtures";
 import { ESTATE_KEYS, PERMISSION_KEYS, type PermissionKey } from "../src/core/authz/catalog";
+import { SYSTEM_ACTOR } from "../src/core/audit";
+import { claimPackage } from "../src/domains/registries/service";
 
 const sendTo =
   (app: TestApp): Send =>
@@ -43,6 +45,9 @@ describe("the full app", () => {
       // (everything but the Estate keys); for any other key, a member of a real project whose
       // project role holds every other project permission.
       const project = makeProject(full, "inventory-probe");
+      // Registry protocol routes name a package, not a project: claim one of each in the project.
+      claimPackage(full.core, full.core.access.findProject(project.slug)!, "npm", "@ops/inventory-probe", SYSTEM_ACTOR);
+      claimPackage(full.core, full.core.access.findProject(project.slug)!, "cargo", "inventory-probe", SYSTEM_ACTOR);
       const sessions = new Map<string, string>();
       const caller: DenialCaller = async (route) => {
         const key = route.permission as PermissionKey;
@@ -57,7 +62,7 @@ describe("the full app", () => {
           }
           sessions.set(key, session);
         }
-        return { headers: { authorization: `Bearer ${session}` }, params: { slug: project.slug } };
+        return { headers: { authorization: `Bearer ${session}` }, params: { slug: project.slug, pkg: "@ops/inventory-probe", name: "inventory-probe" } };
       };
       const { problems, skipped } = await probeForbidden(full.app, sendTo(full), caller);
       expect(problems).toEqual([]);

@@ -48,6 +48,8 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** Largest package publish body (npm, cargo) in bytes. */
   readonly maxPublishBytes: number;
+  /** Largest image blob (layer) pushed to the embedded registry, in bytes. */
+  readonly maxBlobBytes: number;
   /** Largest CLI release upload in bytes. */
   readonly maxReleaseBytes: number;
   /** How long shutdown waits for in-flight requests and running work, in ms. */
@@ -86,6 +88,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_AUDIT_READS", default: "0", description: "1 = also audit allowed reads" },
   { name: "OPS_MAX_BODY_BYTES", default: "1048576", description: "Largest JSON API request body (413 above)" },
   { name: "OPS_MAX_PUBLISH_BYTES", default: "67108864", description: "Largest npm or cargo publish body (413 above)" },
+  { name: "OPS_MAX_BLOB_BYTES", default: "8589934592", description: "Largest image layer pushed to the embedded registry (413 above)" },
   { name: "OPS_MAX_RELEASE_BYTES", default: "268435456", description: "Largest CLI release upload (413 above)" },
   { name: "OPS_SHUTDOWN_GRACE_MS", default: "10000", description: "How long shutdown waits for in-flight work" },
   { name: "OPS_SCHEDULER_TICK_MS", default: "1000", description: "How often the scheduler looks for due work" },
@@ -212,6 +215,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     auditReads: bool(e, "OPS_AUDIT_READS", false),
     maxBodyBytes: int(e, "OPS_MAX_BODY_BYTES", 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxPublishBytes: int(e, "OPS_MAX_PUBLISH_BYTES", 64 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
+    maxBlobBytes: int(e, "OPS_MAX_BLOB_BYTES", 8 * 1024 * 1024 * 1024, 1024, 1024 * 1024 * 1024 * 1024),
     maxReleaseBytes: int(e, "OPS_MAX_RELEASE_BYTES", 256 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     shutdownGraceMs: int(e, "OPS_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     schedulerTickMs: int(e, "OPS_SCHEDULER_TICK_MS", 1000, 10, 3_600_000),

@@ -100,8 +100,12 @@ export interface DomainModule {
   onServe?(core: Core): void | Promise<void>;
   /** The domain's routes. */
   routes?(core: Core): AnyElysia;
-  /** Request-body limits for route prefixes (longest prefix wins; default `OPS_MAX_BODY_BYTES`). */
-  bodyLimits?(core: Core): Array<{ prefix: string; bytes: number }>;
+  /**
+   * Request-body limits for route prefixes (longest prefix wins; default `OPS_MAX_BODY_BYTES`).
+   * `raw: true` leaves bodies under the prefix unread by the kernel's JSON parser: the domain
+   * streams them itself (exact bytes, e.g. OCI manifests and layers) and enforces the limit.
+   */
+  bodyLimits?(core: Core): Array<{ prefix: string; bytes: number; raw?: boolean }>;
   /** Error renderers for protocol prefixes. */
   errorStyles?(core: Core): ErrorStyle[];
 }

@@ -10,6 +10,7 @@ import { secretsModule } from "./secrets";
 import { deviceModule } from "./device";
 import { cliModule } from "./cli";
 import { statusModule } from "./status";
+import { registriesModule } from "./registries";
 import { consoleModule } from "../console/module";
 
 export const DOMAINS: readonly DomainModule[] = [
@@ -20,5 +21,6 @@ export const DOMAINS: readonly DomainModule[] = [
   deviceModule,
   cliModule,
   statusModule,
+  registriesModule,
   consoleModule,
 ];

@@ -1,0 +1,11 @@
+/**
+ * The registries domain's public surface for other domains: package claims (translations create
+ * package bundles for claimed names), image repositories (builds push to `<project>/<service>`)
+ * and the registry's addresses.
+ */
+export { findPackageByKey, claimPackage, releaseClaim, type PackageRow, type VersionRow } from "./shared/claims";
+export { projectPackages, projectImages, packageDetail, estatePackages } from "./shared/reads";
+export { isClaimRegistry, type ClaimRegistry, type Registry } from "./shared/names";
+export { registryService, tokenRealm } from "./oci/keys";
+export { issueRegistryToken } from "./oci/token";
+export { collectGarbage, GC_TASK } from "./shared/gc";
