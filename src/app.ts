@@ -193,7 +193,7 @@ export function createHttpApp(core: Core) {
       for (const [k, v] of Object.entries(set.headers)) if (typeof v === "string" && !(k in headers)) headers[k] = v;
       return new Response(request.method === "HEAD" ? null : JSON.stringify(toErrorBody(n)), { status: n.status, headers });
     })
-    .onAfterResponse({ as: "global" }, ({ request, set }) => {
+    .onAfterResponse({ as: "global" }, ({ request, set, responseValue }) => {
       if (!logRequests) return;
       const t0 = started.get(request);
       const meta = requestMeta(request, null);
@@ -201,7 +201,7 @@ export function createHttpApp(core: Core) {
         req: meta.requestId,
         method: request.method,
         path: pathOf(request.url),
-        status: errorStatus.get(request) ?? (typeof set.status === "number" ? set.status : 200),
+        status: errorStatus.get(request) ?? (responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200),
         ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 100) / 100,
       });
     })
