@@ -11,11 +11,9 @@ export const description = "GET /health: ops serve vs a bare Bun.serve";
 
 export async function run(ctx: BenchContext): Promise<string> {
   const ops = await ctx.startOps();
-  const opsResult = await ctx.measure(`${ops.url}/health`);
-  await ops.stop();
-
   const hello = await ctx.startServer([process.execPath, path.join(ROOT, "bench/hello-server.ts"), "{port}"], "/health");
-  const baseResult = await ctx.measure(`${hello.url}/health`);
+  const { a: opsResult, b: baseResult } = await ctx.compare({ url: `${ops.url}/health` }, { url: `${hello.url}/health` });
+  await ops.stop();
   await hello.stop();
 
   for (const [who, r] of [["ops", opsResult], ["Bun.serve", baseResult]] as const) {
@@ -25,6 +23,6 @@ export async function run(ctx: BenchContext): Promise<string> {
   return (
     `health: ops ${opsResult.requestsPerSec} req/s, Bun.serve ${baseResult.requestsPerSec} req/s, ratio ${ratio.toFixed(2)}` +
     ` (p50 ${opsResult.p50Ms.toFixed(2)} ms vs ${baseResult.p50Ms.toFixed(2)} ms, p99 ${opsResult.p99Ms.toFixed(2)} ms vs ${baseResult.p99Ms.toFixed(2)} ms;` +
-    ` ${ctx.load.connections} connections, ${ctx.load.threads} threads, ${ctx.load.duration} s each)`
+    ` ${ctx.load.connections} connections, ${ctx.load.threads} threads; median of 3 alternating rounds)`
   );
 }

@@ -39,8 +39,19 @@ export interface BenchContext {
   startOps(env?: Record<string, string>): Promise<ChildServer>;
   /** Any server command; `{port}` in argv is replaced with a free port; ready when `readyPath` answers 200. */
   startServer(argv: string[], readyPath: string): Promise<ChildServer>;
-  /** Run wrk against `url` with the context's load options. */
-  measure(url: string): Promise<LoadResult>;
+  /** Run wrk against `url` with the context's load options (and extra request headers). */
+  measure(url: string, headers?: Record<string, string>, seconds?: number): Promise<LoadResult>;
+  /**
+   * Measure `a` and `b` in alternation (a, b, a, b, a, b; each a third of the duration, at least
+   * 2 s) and return each side's median round. Both servers run throughout, so a burst of load from
+   * elsewhere on the machine hits both sides alike and the ratio holds.
+   */
+  compare(a: Target, b: Target): Promise<{ a: LoadResult; b: LoadResult }>;
+}
+
+export interface Target {
+  url: string;
+  headers?: Record<string, string>;
 }
 
 export interface Benchmark {
@@ -107,6 +118,12 @@ export function parseWrk(out: string): LoadResult {
   };
 }
 
+/** The round with the median throughput (its latencies come with it); errors summed over all. */
+function median(rs: LoadResult[]): LoadResult {
+  const sorted = [...rs].sort((x, y) => x.requestsPerSec - y.requestsPerSec);
+  return { ...sorted[Math.floor(sorted.length / 2)], errors: rs.reduce((n, r) => n + r.errors, 0) };
+}
+
 export function createContext(load: LoadOptions): { ctx: BenchContext; cleanup(): Promise<void> } {
   const wrk = Bun.which("wrk");
   if (!wrk) throw new Error("wrk is not installed (apt-get install wrk); the benchmarks need it");
@@ -141,11 +158,23 @@ export function createContext(load: LoadOptions): { ctx: BenchContext; cleanup()
       return spawnServer([binary, "serve", "--data-dir", path.join(dir, "data"), "--listen", "127.0.0.1:{port}"], "/readyz", env, dir);
     },
     startServer: (argv, readyPath) => spawnServer(argv, readyPath),
-    async measure(url) {
-      const args = [wrk, `-t${load.threads}`, `-c${load.connections}`, `-d${load.duration}s`, "--latency", url];
-      const r = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe", timeout: (load.duration + 30) * 1000 });
+    async measure(url, headers = {}, seconds = load.duration) {
+      const args = [wrk, `-t${load.threads}`, `-c${load.connections}`, `-d${seconds}s`, "--latency"];
+      for (const [k, v] of Object.entries(headers)) args.push("-H", `${k}: ${v}`);
+      args.push(url);
+      const r = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe", timeout: (seconds + 30) * 1000 });
       if (r.exitCode !== 0) throw new Error(`wrk failed: ${r.stderr.toString()}`);
       return parseWrk(r.stdout.toString());
+    },
+    async compare(a, b) {
+      const seconds = Math.max(2, Math.round(load.duration / 3));
+      const ra: LoadResult[] = [];
+      const rb: LoadResult[] = [];
+      for (let round = 0; round < 3; round++) {
+        ra.push(await ctx.measure(a.url, a.headers, seconds));
+        rb.push(await ctx.measure(b.url, b.headers, seconds));
+      }
+      return { a: median(ra), b: median(rb) };
     },
   };
   return {

@@ -22,16 +22,6 @@ async function json(url: string, init: RequestInit): Promise<any> {
   return body;
 }
 
-/** wrk with an Authorization header (ctx.measure sends none). */
-function measureWithToken(ctx: BenchContext, url: string, token: string): LoadResult {
-  const wrk = Bun.which("wrk");
-  if (!wrk) throw new Error("wrk is not installed (apt-get install wrk)");
-  const { threads, connections, duration } = ctx.load;
-  const r = Bun.spawnSync([wrk, `-t${threads}`, `-c${connections}`, `-d${duration}s`, "--latency", "-H", `Authorization: Bearer ${token}`, url], { stdout: "pipe", stderr: "pipe", timeout: (duration + 30) * 1000 });
-  if (r.exitCode !== 0) throw new Error(`wrk failed: ${r.stderr.toString()}`);
-  return parseWrk(r.stdout.toString());
-}
-
 export async function run(ctx: BenchContext): Promise<string> {
   const dir = mkdtempSync(path.join(tmpdir(), "ops-bench-me-"));
   try {
@@ -39,7 +29,9 @@ export async function run(ctx: BenchContext): Promise<string> {
       ["env", `OPS_BOOTSTRAP_EMAIL=${OWNER.email}`, `OPS_BOOTSTRAP_PASSWORD=${OWNER.password}`, process.execPath, path.join(ROOT, "src/main.ts"), "serve", "--data-dir", path.join(dir, "data"), "--listen", "127.0.0.1:{port}"],
       "/readyz",
     );
+    const hello = await ctx.startServer([process.execPath, path.join(ROOT, "bench/hello-server.ts"), "{port}"], "/health");
     let opsResult: LoadResult;
+    let baseResult: LoadResult;
     let healthResult: LoadResult;
     try {
       // Set-up through the API: sign in as the bootstrapped owner, create a project, mint a token.
@@ -51,15 +43,13 @@ export async function run(ctx: BenchContext): Promise<string> {
       const minted = await json(`${ops.url}/api/v1/tokens`, { method: "POST", headers: auth, body: JSON.stringify({ name: "bench", role_id: developer.id }) });
       const me = await json(`${ops.url}/api/v1/me`, { headers: { authorization: `Bearer ${minted.secret}` } });
       if (me.via !== "token") throw new Error("the bench token did not authenticate as a token");
-      opsResult = measureWithToken(ctx, `${ops.url}/api/v1/me`, minted.secret);
+      ({ a: opsResult, b: baseResult } = await ctx.compare({ url: `${ops.url}/api/v1/me`, headers: { authorization: `Bearer ${minted.secret}` } }, { url: `${hello.url}/health` }));
       // The same server's unauthenticated /health: the ceiling the kernel's plumbing sets.
-      healthResult = await ctx.measure(`${ops.url}/health`);
+      healthResult = await ctx.measure(`${ops.url}/health`, {}, Math.max(2, Math.round(ctx.load.duration / 3)));
     } finally {
       await ops.stop();
+      await hello.stop();
     }
-    const hello = await ctx.startServer([process.execPath, path.join(ROOT, "bench/hello-server.ts"), "{port}"], "/health");
-    const baseResult = await ctx.measure(`${hello.url}/health`);
-    await hello.stop();
     for (const [who, r] of [["ops", opsResult], ["Bun.serve", baseResult]] as const) {
       if (r.errors > 0) throw new Error(`${who} answered ${r.errors} errors under load`);
     }
@@ -67,7 +57,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     return (
       `me: ops ${opsResult.requestsPerSec} req/s, Bun.serve ${baseResult.requestsPerSec} req/s, ratio ${ratio.toFixed(2)}` +
       ` (p50 ${opsResult.p50Ms.toFixed(2)} ms vs ${baseResult.p50Ms.toFixed(2)} ms, p99 ${opsResult.p99Ms.toFixed(2)} ms vs ${baseResult.p99Ms.toFixed(2)} ms;` +
-      ` ${ctx.load.connections} connections, ${ctx.load.threads} threads, ${ctx.load.duration} s each;` +
+      ` ${ctx.load.connections} connections, ${ctx.load.threads} threads; median of 3 alternating rounds;` +
       ` the same server's /health ${healthResult.requestsPerSec} req/s, so /me runs at ${(opsResult.requestsPerSec / healthResult.requestsPerSec).toFixed(2)} of the plumbing's ceiling)`
     );
   } finally {

@@ -18,7 +18,7 @@ import type { Core, ProjectRef, Credentials } from "../core";
 import type { Principal, RequestMeta } from "./principal";
 import { actorOf } from "./principal";
 import { AUTHENTICATED, ESTATE_KEYS, isPermissionKey, type PermissionKey } from "./catalog";
-import { evaluate, denyReason, type Scope } from "./effective";
+import { evaluate, denyReason, type Scope, type Grants, type Evaluation } from "./effective";
 import { OpsError } from "../errors";
 import { writeAudit } from "../audit";
 
@@ -214,7 +214,7 @@ function decide(core: Core, opts: PermissionOptions, rctx: ResolveContext, meta:
   if (opts.key !== AUTHENTICATED && ESTATE_KEYS.has(opts.key as PermissionKey)) scope = { kind: "estate" };
   else if (project) scope = { kind: "project", projectId: project.id, environment };
   else scope = { kind: "any" };
-  const ev = evaluate(principal, grants, scope);
+  const ev = cachedEvaluate(principal, grants, scope);
 
   // `authenticated` needs no permission, but it does need an operator who is not suspended.
   const refused = opts.key === AUTHENTICATED ? principal.suspended : !ev.permissions.has(opts.key);
@@ -235,6 +235,26 @@ function decide(core: Core, opts: PermissionOptions, rctx: ResolveContext, meta:
     });
   }
   return { principal, project, environment, permissions: ev.permissions, meta };
+}
+
+// Evaluations per grants object: the access hooks hand out one grants object per operator until
+// access data changes, so a caller's repeated requests in the same scope evaluate once.
+const evaluations = new WeakMap<Grants, Map<string, Evaluation>>();
+
+function cachedEvaluate(principal: Principal, grants: Grants, scope: Scope): Evaluation {
+  const where = scope.kind === "project" ? `${scope.projectId}/${scope.environment ?? ""}` : scope.kind;
+  const key = `${principal.operatorId}|${principal.suspended ? 1 : 0}|${principal.tokenId ?? ""}|${principal.tokenProjectId ?? ""}|${where}`;
+  let byKey = evaluations.get(grants);
+  if (!byKey) {
+    byKey = new Map();
+    evaluations.set(grants, byKey);
+  }
+  let ev = byKey.get(key);
+  if (!ev) {
+    ev = evaluate(principal, grants, scope);
+    if (byKey.size < 1000) byKey.set(key, ev);
+  }
+  return ev;
 }
 
 function deny(core: Core, principal: Principal, meta: RequestMeta, action: string, target: string, project: string | null, environment: string | null, reason: string): void {
