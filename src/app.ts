@@ -20,6 +20,7 @@ import { Scheduler } from "./core/scheduler";
 import { NO_GRANTS } from "./core/authz/effective";
 import { authzPlugin, requestMeta, pathOf } from "./core/authz/plugin";
 import { normaliseError, toErrorBody, OpsError } from "./core/errors";
+import { bodyTooLarge, readBodyWithLimit } from "./core/body";
 import { uuidv7 } from "./core/ids";
 import { VERSION } from "./version";
 import { DOMAINS } from "./domains";
@@ -117,29 +118,10 @@ function limitFor(limits: Array<{ prefix: string; bytes: number }>, pathname: st
   return bytes;
 }
 
-function tooLarge(limit: number): OpsError {
-  const mib = limit >= 1024 * 1024 ? `${(limit / (1024 * 1024)).toFixed(limit % (1024 * 1024) === 0 ? 0 : 1)} MiB` : `${limit} bytes`;
-  return new OpsError("payload_too_large", `The request body is larger than the limit of ${mib} for this route.`, { limit_bytes: limit });
-}
-
 /** Read a JSON body without ever holding more than `limit` bytes; 413 past it, 400 if not JSON. */
 async function readJsonWithLimit(request: Request, limit: number): Promise<unknown> {
-  const body = request.body;
-  if (!body) return undefined;
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel();
-      throw tooLarge(limit);
-    }
-    chunks.push(value);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
+  const bytes = await readBodyWithLimit(request, limit);
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
   if (text.trim() === "") return undefined;
   try {
     return JSON.parse(text);
@@ -167,7 +149,7 @@ export function createHttpApp(core: Core) {
       const len = request.headers.get("content-length");
       if (len !== null && len !== "0") {
         const limit = limitFor(limits, pathOf(request.url), core.config.maxBodyBytes);
-        if (Number(len) > limit) throw tooLarge(limit);
+        if (Number(len) > limit) throw bodyTooLarge(limit);
       }
     })
     .onParse({ as: "global" }, async ({ request }, contentType) => {

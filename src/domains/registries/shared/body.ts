@@ -1,43 +1,8 @@
 /**
- * Reading raw request bodies on the routes the kernel leaves unparsed (`raw` body limits): never
- * more than the limit is held, and a body past it is 413 whether or not it declared its length.
+ * Raw request bodies on the registry routes the kernel leaves unparsed (`raw` body limits); the
+ * reading itself is the kernel's (src/core/body.ts).
  */
-import { OpsError } from "../../../core/errors";
-
-/** A 413 with the same wording as the kernel's body limit. */
-export function bodyTooLarge(limit: number): OpsError {
-  const mib = limit >= 1024 * 1024 ? `${(limit / (1024 * 1024)).toFixed(limit % (1024 * 1024) === 0 ? 0 : 1)} MiB` : `${limit} bytes`;
-  return new OpsError("payload_too_large", `The request body is larger than the limit of ${mib} for this route.`, { limit_bytes: limit });
-}
-
-/** Read the whole body (at most `limit` bytes; 413 past it). An absent body is empty. */
-export async function readBodyWithLimit(request: Request, limit: number): Promise<Uint8Array> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > limit) throw bodyTooLarge(limit);
-  const body = request.body;
-  if (!body) return new Uint8Array(0);
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel();
-      throw bodyTooLarge(limit);
-    }
-    chunks.push(value);
-  }
-  if (chunks.length === 1) return chunks[0];
-  const out = new Uint8Array(size);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.byteLength;
-  }
-  return out;
-}
+export { bodyTooLarge, readBodyWithLimit } from "../../../core/body";
 
 /** A parse hook that claims the body without reading it, so Elysia's fallback parsers leave the stream alone. */
 export const RAW_BODY = Symbol("raw body");
