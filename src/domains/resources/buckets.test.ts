@@ -1,7 +1,8 @@
 import { describe, test, expect, afterAll, beforeAll } from "bun:test";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { createTestApp, expectStatus, freePort, type TestApp } from "../../../test/harness";
+import { S3Client } from "bun";
+import { createTestApp, expectStatus, freePort, tempDir, type TestApp } from "../../../test/harness";
 import { makePerson } from "../../../test/fixtures";
 import { projectWithOwner, type ProjectCtx } from "../../../test/resources-helpers";
 import { bucketDir } from "./buckets";
@@ -40,6 +41,27 @@ describe("POST /api/v1/projects/{slug}/resources/bucket/{name}/check", () => {
     const s3 = await expectStatus(await p.req("POST", "/resources/bucket/remote/check"), 200);
     expect(s3.status).toMatchObject({ state: "pending", detail: { backend: "s3" } });
     expect(JSON.stringify(s3)).not.toContain("s3-secret-example");
+  });
+  test("200: an S3 bucket on a real S3-compatible server (s3rver) counts the objects under its prefix", async () => {
+    const { default: S3rver } = await import("s3rver");
+    const dir = tempDir("ops-s3-");
+    const port = freePort();
+    const server = new S3rver({ port, address: "127.0.0.1", silent: true, directory: dir, configureBuckets: [{ name: "media", configs: [] }] });
+    await server.run();
+    try {
+      const client = new S3Client({ endpoint: `http://127.0.0.1:${port}`, bucket: "media", region: "us-east-1", accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
+      await client.write("assets/logo.svg", "<svg/>");
+      await client.write("assets/css/site.css", "body{margin:0}");
+      await client.write("other/ignored.txt", "not under the prefix");
+      await expectStatus(await p.req("POST", "/resources/bucket", { name: "cdn", spec: { backend: "s3", endpoint: `http://127.0.0.1:${port}`, bucket: "media", region: "us-east-1", prefix: "assets/" } }), 201);
+      await expectStatus(await p.req("PUT", "/secrets/cdn/S3_ACCESS_KEY_ID", { value: "S3RVER" }), 204);
+      await expectStatus(await p.req("PUT", "/secrets/cdn/S3_SECRET_ACCESS_KEY", { value: "S3RVER" }), 204);
+      const r = await expectStatus(await p.req("POST", "/resources/bucket/cdn/check"), 200);
+      expect(r.status).toMatchObject({ state: "ready", summary: "2 objects, 20 bytes", detail: { backend: "s3", objects: 2, bytes: 20 } });
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   test("404 unknown bucket or project; 401; 403 for a non-member", async () => {
     await expectStatus(await p.req("POST", "/resources/bucket/nope/check"), 404);
