@@ -14,7 +14,8 @@ import { tempDir } from "../../test/harness";
 const ROWS_PER_TX = 20; // as in test/fixtures/crash-writer.ts
 const WRITER = path.resolve(import.meta.dir, "../../test/fixtures/crash-writer.ts");
 const dataDir = tempDir("ops-crash-");
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+// Removing thousands of small blob files can take a while on a busy disk.
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }), 60_000);
 
 /** Start the writer, wait until it has committed a few rounds, let it run a little more, SIGKILL it. */
 async function writeAndKill(runMs: number): Promise<void> {
