@@ -128,6 +128,11 @@ describe("GET /api/v1/cli/releases/{version}/{target}/download", () => {
   });
 });
 
+/** The newest install-code.create audit row: refusals are audited as denied (DESIGN.md §3). */
+function lastInstallCodeAudit() {
+  return t.core.sqlite.query("SELECT actor, outcome, project FROM audit_log WHERE action = 'install-code.create' ORDER BY id DESC").get() as { actor: string; outcome: string; project: string | null };
+}
+
 describe("POST /api/v1/cli/install-codes", () => {
   test("200: a single-use opsi_ code carrying the caller's role in the project; only its digest is stored", async () => {
     const p = makeProject(t);
@@ -155,9 +160,11 @@ describe("POST /api/v1/cli/install-codes", () => {
     const p = makeProject(t);
     const m = await makeMachine(t, [{ role: "developer", project: p.slug }]);
     await expectStatus(await t.request("POST", "/api/v1/cli/install-codes", { token: m.token, body: { project: p.slug } }), 403);
+    expect(lastInstallCodeAudit()).toMatchObject({ actor: "api-token", outcome: "denied", project: p.slug });
     const other = makeProject(t);
     const dev = await makePerson(t, [{ role: "developer", project: other.slug }]);
     await expectStatus(await t.request("POST", "/api/v1/cli/install-codes", { token: dev.session, body: { project: p.slug } }), 403);
+    expect(lastInstallCodeAudit()).toMatchObject({ actor: dev.email, outcome: "denied", project: p.slug });
   });
 
   test("404 for no such project", async () => {
@@ -170,6 +177,7 @@ describe("POST /api/v1/cli/install-codes", () => {
     const narrow = mintToken(t, dev.principal, { role: "viewer", project: p.slug });
     const body = await expectStatus(await t.request("POST", "/api/v1/cli/install-codes", { token: narrow, body: { project: p.slug } }), 422);
     expect(body.error).toBe("refused");
+    expect(lastInstallCodeAudit()).toMatchObject({ actor: dev.email, outcome: "denied", project: p.slug });
   });
 });
 

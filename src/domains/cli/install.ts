@@ -23,18 +23,30 @@ import installTemplate from "../../../install.sh.tmpl" with { type: "text" };
 export const INSTALL_CODE_TTL_S = 600;
 export const INSTALLER_TOKEN_NAME = "ops CLI (installer)";
 
-/** Mint a single-use install code for the caller's role in `projectSlug`. */
+/**
+ * Mint a single-use install code for the caller's role in `projectSlug`. A refusal (a machine, no
+ * role there, a token pinned elsewhere or narrower than that role) is audited as a denied
+ * `install-code.create`, like a refused mint.
+ */
 export function createInstallCode(core: Core, projectSlug: string, auth: AuthContext): InstallCodeResponse {
   const principal = auth.principal;
-  if (principal.kind === "machine") throw new OpsError("forbidden", "A machine operator cannot create install codes.");
   const project = core.access.findProject(projectSlug);
-  if (!project) throw new OpsError("not_found", "No such project.");
-  const memberships = core.access.grants(principal).memberships;
-  const membership = memberships.find((m) => m.projectId === project.id) ?? memberships.find((m) => m.projectId === null);
-  if (!membership) throw new OpsError("forbidden", `You have no role in ${project.slug}.`);
-  const role = findRole(core.db, membership.roleId);
-  if (!role) throw new OpsError("forbidden", `You have no role in ${project.slug}.`);
-  assertMintable(core, principal, role, project.id);
+  let role: RoleRow;
+  try {
+    if (principal.kind === "machine") throw new OpsError("forbidden", "A machine operator cannot create install codes.");
+    if (!project) throw new OpsError("not_found", "No such project.");
+    const memberships = core.access.grants(principal).memberships;
+    const membership = memberships.find((m) => m.projectId === project.id) ?? memberships.find((m) => m.projectId === null);
+    const found = membership ? findRole(core.db, membership.roleId) : null;
+    if (!found) throw new OpsError("forbidden", `You have no role in ${project.slug}.`);
+    role = found;
+    assertMintable(core, principal, role, project.id);
+  } catch (e) {
+    if (e instanceof OpsError && (e.code === "forbidden" || e.code === "refused")) {
+      writeAudit(core, core.db, { ...actorOf(principal, auth.meta), action: "install-code.create", target: `project:${projectSlug}`, outcome: "denied", reason: e.message, project: project?.slug ?? null });
+    }
+    throw e;
+  }
 
   const code = newSecret("opsi_");
   const now = core.clock.now();

@@ -9,7 +9,7 @@ import type { Core } from "../../core/core";
 import type { AuthContext } from "../../core/authz/plugin";
 import { actorOf } from "../../core/authz/principal";
 import { tx } from "../../core/db/client";
-import { auditAllowed } from "../../core/audit";
+import { auditAllowed, writeAudit } from "../../core/audit";
 import { OpsError, invalid } from "../../core/errors";
 import { iso } from "../../core/clock";
 import { assertMintable, expiryFor, isMintable, resolveMintTarget, rolesForProjects, type RoleRow } from "../access/service";
@@ -86,36 +86,51 @@ function assertUndecided(row: DeviceGrantRow, now: number): void {
   if (status === "expired") throw new OpsError("conflict", "This login request has expired; start the login again.", { status });
 }
 
-/** Approve the grant: the chosen role must be mintable by the approver where the token will act. */
+/**
+ * Approve the grant: the chosen role must be mintable by the approver where the token will act.
+ * A refusal (a machine, a role wider than the approver, a token pinned elsewhere) is audited as a
+ * denied `device.approve`, like a refused mint.
+ */
 export function approveDeviceGrant(core: Core, userCode: string, body: DeviceApproveBody, auth: AuthContext): void {
   const principal = auth.principal;
-  if (principal.kind === "machine") throw new OpsError("forbidden", "A machine operator cannot approve devices.");
-  const found = grantOr404(core, userCode);
-  tx(core.db, (t) => {
-    const row = t.select().from(deviceGrants).where(eq(deviceGrants.id, found.id)).get() ?? found;
-    const now = core.clock.now();
-    assertUndecided(row, now);
-    const { role, project } = resolveMintTarget(core, t, body.role_id, body.project ?? null);
-    assertMintable(core, principal, role, project?.id ?? null, "approve");
-    const tokenExpiresAt = expiryFor(core, body.expires_in_days);
-    const name = body.name?.trim() || defaultTokenName(row.clientName);
-    if (name.length > 100) throw invalid("name", "must be at most 100 characters");
-    t.update(deviceGrants)
-      .set({
-        status: "approved",
-        decidedAt: now,
-        decidedBy: principal.operatorId,
-        roleId: role.id,
-        roleName: role.displayName,
-        scopes: role.permissions,
-        projectId: project?.id ?? null,
-        tokenName: name,
-        tokenExpiresAt,
-      })
-      .where(eq(deviceGrants.id, row.id))
-      .run();
-    auditAllowed(core, t, actorOf(principal, auth.meta), "device.approve", `device-grant:${row.id}`, { project: project?.slug ?? null }, { client: row.client, role: role.slug });
-  });
+  const actor = actorOf(principal, auth.meta);
+  const code = normaliseUserCode(userCode);
+  const known = code === null ? null : findGrantByUserCode(core.db, code);
+  const target = known ? `device-grant:${known.id}` : "device-grant";
+  try {
+    if (principal.kind === "machine") throw new OpsError("forbidden", "A machine operator cannot approve devices.");
+    const found = known ?? grantOr404(core, userCode);
+    tx(core.db, (t) => {
+      const row = t.select().from(deviceGrants).where(eq(deviceGrants.id, found.id)).get() ?? found;
+      const now = core.clock.now();
+      assertUndecided(row, now);
+      const { role, project } = resolveMintTarget(core, t, body.role_id, body.project ?? null);
+      assertMintable(core, principal, role, project?.id ?? null, "approve");
+      const tokenExpiresAt = expiryFor(core, body.expires_in_days);
+      const name = body.name?.trim() || defaultTokenName(row.clientName);
+      if (name.length > 100) throw invalid("name", "must be at most 100 characters");
+      t.update(deviceGrants)
+        .set({
+          status: "approved",
+          decidedAt: now,
+          decidedBy: principal.operatorId,
+          roleId: role.id,
+          roleName: role.displayName,
+          scopes: role.permissions,
+          projectId: project?.id ?? null,
+          tokenName: name,
+          tokenExpiresAt,
+        })
+        .where(eq(deviceGrants.id, row.id))
+        .run();
+      auditAllowed(core, t, actor, "device.approve", `device-grant:${row.id}`, { project: project?.slug ?? null }, { client: row.client, role: role.slug });
+    });
+  } catch (e) {
+    if (e instanceof OpsError && (e.code === "forbidden" || e.code === "refused")) {
+      writeAudit(core, core.db, { ...actor, action: "device.approve", target, outcome: "denied", reason: e.message, project: body.project ?? null, context: { ...actor.context, role: body.role_id } });
+    }
+    throw e;
+  }
 }
 
 /** Deny the grant: the polling client gets `access_denied`. */

@@ -290,6 +290,10 @@ describe("POST /api/v1/auth/device/{user_code}/approve", () => {
     const s = await start();
     const body = await expectStatus(await t.request("POST", `/api/v1/auth/device/${s.user_code}/approve`, { token: m.token, body: { role_id: fixedRole(t.core, "viewer").id } }), 403);
     expect(body.message).toContain("machine");
+    // Every denial is audited (DESIGN.md §3), in the grant's name.
+    const row = auditRows("device.approve").at(-1)!;
+    expect(row).toMatchObject({ actor: "api-token", outcome: "denied" });
+    expect(row.target).toStartWith("device-grant:");
   });
 
   test("404 for an unknown code, role or project", async () => {
@@ -320,6 +324,8 @@ describe("POST /api/v1/auth/device/{user_code}/approve", () => {
     const s = await start();
     const body = await expectStatus(await t.request("POST", `/api/v1/auth/device/${s.user_code}/approve`, { token: dev.session, body: { role_id: fixedRole(t.core, "maintainer").id, project: p.slug } }), 422);
     expect(body.error).toBe("refused");
+    // The refusal is audited as a denied device.approve in the project; the grant stays pending.
+    expect(auditRows("device.approve").at(-1)!).toMatchObject({ actor: dev.email, project: p.slug, outcome: "denied" });
     await expectStatus(await t.request("POST", `/api/v1/auth/device/${s.user_code}/approve`, { token: dev.session, body: { role_id: fixedRole(t.core, "owner").id } }), 422);
     // A token-authenticated approver is limited by its own scopes.
     const narrow = mintToken(t, dev.principal, { role: "viewer", project: p.slug });
