@@ -145,7 +145,13 @@ describe("DELETE …/secret-group/{name}/variables/{key}", () => {
     await expectStatus(await p.req("DELETE", "/resources/secret-group/empty/variables/UNSET"), 204);
     await expectStatus(await p.req("DELETE", "/resources/secret-group/nope/variables/X"), 404);
   });
-  test("a replaced group spec is the declaration: values of names it drops go", async () => {
+  test("a replaced group spec may not drop a name with a stored value (409; values go through the secrets route)", async () => {
+    const before = await expectStatus(await p.req("GET", `${G}/variables`), 200);
+    const kept = before.filter((v: { has_value: boolean }) => v.has_value).map((v: { name: string }) => v.name);
+    expect(kept).toContain("LOG_LEVEL");
+    const refused = await expectStatus(await p.req("PUT", "/resources/secret-group/app-env", { spec: { variables: [{ name: "DB_PASSWORD", kind: "secret" }] } }), 409);
+    expect(refused.details.variables).toContain("LOG_LEVEL");
+    await expectStatus(await p.req("DELETE", `${G}/variables/LOG_LEVEL`), 204);
     await expectStatus(await p.req("PUT", "/resources/secret-group/app-env", { spec: { variables: [{ name: "DB_PASSWORD", kind: "secret" }] } }), 200);
     const vars = await expectStatus(await p.req("GET", `${G}/variables`), 200);
     expect(vars.map((v: { name: string }) => v.name)).toEqual(["DB_PASSWORD"]);

@@ -222,14 +222,23 @@ export function groupEnv(core: Core, q: Queryable, groupId: string): { env: Reco
 
 /** Resource hooks for the secret-group type. */
 export const secretGroupHooks = {
-  validate(_core: Core, _q: Queryable, ctx: { spec: Record<string, unknown> }) {
+  validate(_core: Core, q: Queryable, ctx: { spec: Record<string, unknown>; prev: ResourceRow | null }) {
     const seen = new Set<string>();
     for (const v of (ctx.spec as SecretGroupSpec).variables) {
       if (seen.has(v.name)) throw new OpsError("validation_failed", `spec.variables: ${v.name} is declared twice.`, { fields: [{ path: "spec.variables", message: `${v.name} declared twice` }] });
       seen.add(v.name);
     }
+    // Replacing the spec needs only resources.write; destroying a stored value needs
+    // secrets.write. So a spec that drops a name whose value is stored is refused: the value goes
+    // through DELETE …/variables/{key} first.
+    if (ctx.prev) {
+      const dropped = storedVariables(q, ctx.prev.id).filter((v) => !seen.has(v.name)).map((v) => v.name);
+      if (dropped.length > 0) {
+        throw new OpsError("conflict", `The new spec drops ${dropped.join(", ")}, which still ${dropped.length === 1 ? "has a stored value" : "have stored values"}; delete ${dropped.length === 1 ? "it" : "them"} with DELETE …/variables/{key} first.`, { variables: dropped });
+      }
+    }
   },
-  /** A replaced spec is the declaration: values of names it no longer lists go; kinds follow it. */
+  /** A replaced spec is the declaration (names with stored values cannot be dropped: see validate); kinds follow it. */
   afterWrite(core: Core, t: Tx, row: ResourceRow) {
     const declared = new Map(specOf<SecretGroupSpec>(row).variables.map((v) => [v.name, v.kind]));
     for (const v of storedVariables(t, row.id)) {
