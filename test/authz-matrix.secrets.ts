@@ -4,8 +4,9 @@
  *
  * Secret groups live in one environment (default production): environment policies apply, so
  * the `policyReadOnly` column reads but cannot write, reveal or rotate in production, and can in
- * staging. Secrets per deploy unit are project-level (a unit is a service of any environment or a
- * bucket; the routes take no environment), so no policy applies to them. The store's routes are
+ * staging. Secrets per deploy unit are guarded in every environment their service runs in
+ * (matrix-web runs in production, so the policy bites there too); a bucket's are project-level,
+ * with no policy. The list of names (secrets.read) stays project-level. The store's routes are
  * `estate.manage`. The seal row unseals again after itself, so the rows after it find the store open.
  */
 import { readFileSync } from "node:fs";
@@ -108,14 +109,14 @@ const ROWS: MatrixRow[] = [
   }),
   guarded("GET /api/v1/projects/:slug/resources/secret-group/:name/versions", "secrets.read", "production", { setup: secretFixtures, path: (w) => `${G(w)}/versions`, status: 200 }),
   guarded("GET /api/v1/projects/:slug/secrets", "secrets.read", "project", { setup: secretFixtures, path: (w) => `${P(w)}/secrets`, status: 200 }),
-  guarded("GET /api/v1/projects/:slug/secrets/:service/env", "secrets.reveal", "project", { setup: secretFixtures, path: (w) => `${P(w)}/secrets/matrix-web/env`, status: 200 }),
-  guarded("PUT /api/v1/projects/:slug/secrets/:service/:name", "secrets.write", "project", {
+  guarded("GET /api/v1/projects/:slug/secrets/:service/env", "secrets.reveal", "production", { setup: secretFixtures, path: (w) => `${P(w)}/secrets/matrix-web/env`, status: 200 }),
+  guarded("PUT /api/v1/projects/:slug/secrets/:service/:name", "secrets.write", "production", {
     setup: secretFixtures,
     path: (w) => `${P(w)}/secrets/matrix-web/MATRIX_TOKEN`,
     body: () => ({ value: "matrix-unit-secret-rotated" }),
     status: 204,
   }),
-  guarded("DELETE /api/v1/projects/:slug/secrets/:service/:name", "secrets.write", "project", {
+  guarded("DELETE /api/v1/projects/:slug/secrets/:service/:name", "secrets.write", "production", {
     each: freshUnitSecret,
     path: (w) => `${P(w)}/secrets/matrix-web/${w.vars.fresh}`,
     status: 204,

@@ -29,6 +29,8 @@ export interface ResolveContext {
   headers: Record<string, string | undefined>;
   request: Request;
   principal: Principal;
+  /** The project, once resolved (environment resolvers see it). */
+  project?: ProjectRef;
 }
 
 export interface PermissionOptions {
@@ -41,9 +43,12 @@ export interface PermissionOptions {
   project?: (ctx: ResolveContext) => string | Promise<string>;
   /**
    * The environment: default `params.environment ?? query.environment ?? "production"`;
-   * `"none"` evaluates without environment policies (project-level routes).
+   * `"none"` evaluates without environment policies (project-level routes). A resolver may return
+   * several environments for a route acting on something that lives in each of them: the caller
+   * then needs the permission in every one (the handler sees the permissions they share, and
+   * `environment` null).
    */
-  environment?: "none" | ((ctx: ResolveContext) => string | null);
+  environment?: "none" | ((ctx: ResolveContext) => string | null | readonly string[]);
 }
 
 export type PermissionSpec = PermissionKey | typeof AUTHENTICATED | PermissionOptions;
@@ -196,34 +201,41 @@ function decide(core: Core, opts: PermissionOptions, rctx: ResolveContext, meta:
     project = core.access.findProject(slug);
     if (!project) throw new OpsError("not_found", "No such project.");
   }
-  let environment: string | null = null;
+  let environments: readonly (string | null)[] = [null];
   if (project) {
-    if (opts.environment === "none") environment = null;
-    else if (typeof opts.environment === "function") environment = opts.environment(rctx);
-    else {
+    if (opts.environment === "none") environments = [null];
+    else if (typeof opts.environment === "function") {
+      const chosen = opts.environment({ ...rctx, project });
+      environments = chosen === null ? [null] : typeof chosen === "string" ? [chosen] : chosen.length === 0 ? [null] : chosen;
+    } else {
       const explicit = params.environment ?? query.environment;
       if (explicit !== undefined && explicit !== "" && !project.environments.includes(explicit)) {
         throw new OpsError("not_found", `No such environment "${explicit}" in this project.`);
       }
-      environment = explicit || "production";
+      environments = [explicit || "production"];
     }
   }
 
   const grants = core.access.grants(principal);
-  let scope: Scope;
-  if (opts.key !== AUTHENTICATED && ESTATE_KEYS.has(opts.key as PermissionKey)) scope = { kind: "estate" };
-  else if (project) scope = { kind: "project", projectId: project.id, environment };
-  else scope = { kind: "any" };
-  const ev = cachedEvaluate(principal, grants, scope);
+  let permissions = null as ReadonlySet<string> | null;
+  for (const environment of environments) {
+    let scope: Scope;
+    if (opts.key !== AUTHENTICATED && ESTATE_KEYS.has(opts.key as PermissionKey)) scope = { kind: "estate" };
+    else if (project) scope = { kind: "project", projectId: project.id, environment };
+    else scope = { kind: "any" };
+    const ev = cachedEvaluate(principal, grants, scope);
 
-  // `authenticated` needs no permission, but it does need an operator who is not suspended.
-  const refused = opts.key === AUTHENTICATED ? principal.suspended : !ev.permissions.has(opts.key);
-  if (refused) {
-    const where = project ? `in ${project.slug}` : "estate-wide";
-    deny(core, principal, meta, opts.key, path, project?.slug ?? null, environment, denyReason(opts.key, ev, where));
-    const message = principal.suspended ? "Your account is suspended." : `Your access does not include ${opts.key} ${where}.`;
-    throw new OpsError("forbidden", message, { permission: opts.key });
+    // `authenticated` needs no permission, but it does need an operator who is not suspended.
+    const refused = opts.key === AUTHENTICATED ? principal.suspended : !ev.permissions.has(opts.key);
+    if (refused) {
+      const where = project ? `in ${project.slug}${environments.length > 1 && environment ? ` (${environment})` : ""}` : "estate-wide";
+      deny(core, principal, meta, opts.key, path, project?.slug ?? null, environment, denyReason(opts.key, ev, where));
+      const message = principal.suspended ? "Your account is suspended." : `Your access does not include ${opts.key} ${where}.`;
+      throw new OpsError("forbidden", message, { permission: opts.key });
+    }
+    permissions = permissions === null ? ev.permissions : new Set<string>([...permissions].filter((k: string) => ev.permissions.has(k)));
   }
+  const environment = environments.length === 1 ? environments[0] : null;
   if (core.config.auditReads && SAFE_METHODS.has(request.method)) {
     writeAudit(core, core.db, {
       ...actorOf(principal, meta),
@@ -234,7 +246,7 @@ function decide(core: Core, opts: PermissionOptions, rctx: ResolveContext, meta:
       environment,
     });
   }
-  return { principal, project, environment, permissions: ev.permissions, meta };
+  return { principal, project, environment, permissions: permissions ?? new Set(), meta };
 }
 
 // Evaluations per grants object: the access hooks hand out one grants object per operator until

@@ -5,7 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import type { Core, ProjectRef } from "../../core/core";
-import { authzPlugin } from "../../core/authz/plugin";
+import { authzPlugin, type ResolveContext } from "../../core/authz/plugin";
 import { errors, NoContent } from "../../core/http-schemas";
 import { placeFor } from "../resources/service";
 import { secretsModels } from "./model";
@@ -22,6 +22,8 @@ function groupPlace(project: ProjectRef | null, environment: string | undefined)
 }
 
 export function secretsRoutes(core: Core) {
+  // A unit's secrets are guarded in every environment its service runs in (see unitEnvironments).
+  const unitScope = (ctx: ResolveContext) => (ctx.project ? svc.unitEnvironments(core.db, ctx.project, ctx.params.service ?? "") : null);
   return new Elysia({ prefix: "/api/v1", tags: ["secrets"] })
     .use(authzPlugin(core))
     .model(secretsModels)
@@ -82,7 +84,7 @@ export function secretsRoutes(core: Core) {
       "/projects/:slug/secrets/:service/env",
       ({ auth, params }) => new Response(svc.exportEnv(core, auth.project as ProjectRef, params.service, auth), { headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" } }),
       {
-        permission: { key: "secrets.reveal", environment: "none" },
+        permission: { key: "secrets.reveal", environment: unitScope },
         params: UnitParams,
         detail: { summary: "A unit's secrets as a dotenv document: the only value egress; audited" },
         response: { 200: t.String({ description: "dotenv document (text/plain)" }), ...errors(401, 403, 404, 503) },
@@ -95,7 +97,7 @@ export function secretsRoutes(core: Core) {
         set.status = 204;
       },
       {
-        permission: { key: "secrets.write", environment: "none" },
+        permission: { key: "secrets.write", environment: unitScope },
         params: SecretParams,
         body: "SetSecretRequest",
         detail: { summary: "Create or rotate a unit's secret" },
@@ -109,7 +111,7 @@ export function secretsRoutes(core: Core) {
         set.status = 204;
       },
       {
-        permission: { key: "secrets.write", environment: "none" },
+        permission: { key: "secrets.write", environment: unitScope },
         params: SecretParams,
         detail: { summary: "Delete a unit's secret" },
         response: { 204: NoContent, ...errors(401, 403, 404, 409, 503) },

@@ -25,6 +25,17 @@ function target(unit: string, name?: string): string {
   return name ? `secrets:${unit}/${name}` : `secrets:${unit}`;
 }
 
+/**
+ * The environments a unit's secrets reach: every environment with a service of that name (a
+ * bucket is project-level: none). The routes need their permission in each of them, so an
+ * environment policy that takes `secrets.write` away in production also guards the secrets of a
+ * service that runs there.
+ */
+export function unitEnvironments(q: Queryable, project: ProjectRef, unit: string): string[] {
+  const envs = new Set(listOfTypeInProject(q, project.id, "service").filter((r) => r.name === unit && r.environment !== null).map((r) => r.environment as string));
+  return project.environments.filter((e) => envs.has(e));
+}
+
 /** 404 unless `unit` is a service or bucket of this project. */
 function assertUnit(q: Queryable, project: ProjectRef, unit: string): void {
   const known = [...listOfTypeInProject(q, project.id, "service"), ...listOfTypeInProject(q, project.id, "bucket")].some((r) => r.name === unit);
