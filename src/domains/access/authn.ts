@@ -166,14 +166,21 @@ export function accessHooks(core: Core): AccessHooks {
     viaCookie,
   });
 
+  /** The row behind a credential digest, from the generation cache or the database. */
+  function rowByDigest<R>(cached: Map<string, R>, stmt: Statement<R, [string]>, digest: string): R | null {
+    let row = cached.get(digest);
+    if (!row) {
+      row = stmt.get(digest) ?? undefined;
+      if (!row) return null;
+      GenerationCache.put(cached, digest, row);
+    }
+    return row;
+  }
+
   const fromSession = (secret: string, viaCookie: boolean): Principal | null => {
     const digest = secretDigest(secret);
-    let row = sessionRows.get(digest);
-    if (!row) {
-      row = st.session.get(digest) ?? undefined;
-      if (!row) return null;
-      GenerationCache.put(sessionRows, digest, row);
-    }
+    const row = rowByDigest(sessionRows, st.session, digest);
+    if (!row) return null;
     if (row.revoked_at !== null || row.suspended_at !== null) return null;
     const now = core.clock.now();
     const lastSeen = Math.max(row.last_seen_at, batch.sessions.get(row.id) ?? 0);
@@ -190,12 +197,8 @@ export function accessHooks(core: Core): AccessHooks {
 
   const fromToken = (secret: string): Principal | null => {
     const digest = secretDigest(secret);
-    let row = tokenRows.get(digest);
-    if (!row) {
-      row = st.token.get(digest) ?? undefined;
-      if (!row) return null;
-      GenerationCache.put(tokenRows, digest, row);
-    }
+    const row = rowByDigest(tokenRows, st.token, digest);
+    if (!row) return null;
     if (row.revoked_at !== null || row.suspended_at !== null) return null;
     const now = core.clock.now();
     if (row.expires_at !== null && now >= row.expires_at) return null;
