@@ -4,7 +4,7 @@
  * the kernel's plumbing costs per request.
  */
 import path from "node:path";
-import { ROOT, type BenchContext } from "./lib";
+import { ROOT, ratioLine, type BenchContext } from "./lib";
 
 export const name = "health";
 export const description = "GET /health: ops serve vs a bare Bun.serve";
@@ -16,13 +16,5 @@ export async function run(ctx: BenchContext): Promise<string> {
   await ops.stop();
   await hello.stop();
 
-  for (const [who, r] of [["ops", opsResult], ["Bun.serve", baseResult]] as const) {
-    if (r.errors > 0) throw new Error(`${who} answered ${r.errors} errors under load`);
-  }
-  const ratio = opsResult.requestsPerSec / baseResult.requestsPerSec;
-  return (
-    `health: ops ${opsResult.requestsPerSec} req/s, Bun.serve ${baseResult.requestsPerSec} req/s, ratio ${ratio.toFixed(2)}` +
-    ` (p50 ${opsResult.p50Ms.toFixed(2)} ms vs ${baseResult.p50Ms.toFixed(2)} ms, p99 ${opsResult.p99Ms.toFixed(2)} ms vs ${baseResult.p99Ms.toFixed(2)} ms;` +
-    ` ${ctx.load.connections} connections, ${ctx.load.threads} threads; median of 3 alternating rounds)`
-  );
+  return ratioLine("health", opsResult, baseResult, ctx.load);
 }

@@ -118,6 +118,25 @@ export function parseWrk(out: string): LoadResult {
   };
 }
 
+/** Fail when any measured side answered errors: a comparison is only fair with none. */
+export function assertNoErrors(results: Record<string, LoadResult>): void {
+  for (const [who, r] of Object.entries(results)) if (r.errors > 0) throw new Error(`${who} answered ${r.errors} errors under load`);
+}
+
+/**
+ * The one-line report of an ops-vs-baseline comparison made with `ctx.compare`:
+ * `<name>: ops N req/s, Bun.serve M req/s, ratio R (latencies; load[; extra])`.
+ */
+export function ratioLine(name: string, ops: LoadResult, base: LoadResult, load: LoadOptions, extra?: string): string {
+  assertNoErrors({ ops, "Bun.serve": base });
+  const ratio = ops.requestsPerSec / base.requestsPerSec;
+  return (
+    `${name}: ops ${ops.requestsPerSec} req/s, Bun.serve ${base.requestsPerSec} req/s, ratio ${ratio.toFixed(2)}` +
+    ` (p50 ${ops.p50Ms.toFixed(2)} ms vs ${base.p50Ms.toFixed(2)} ms, p99 ${ops.p99Ms.toFixed(2)} ms vs ${base.p99Ms.toFixed(2)} ms;` +
+    ` ${load.connections} connections, ${load.threads} threads; median of 3 alternating rounds${extra ? `; ${extra}` : ""})`
+  );
+}
+
 /** The round with the median throughput (its latencies come with it); errors summed over all. */
 function median(rs: LoadResult[]): LoadResult {
   const sorted = [...rs].sort((x, y) => x.requestsPerSec - y.requestsPerSec);

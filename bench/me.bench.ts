@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ROOT, parseWrk, createContext, type BenchContext, type LoadResult } from "./lib";
+import { ROOT, createContext, ratioLine, type BenchContext, type LoadResult } from "./lib";
 
 export const name = "me";
 export const description = "GET /api/v1/me with a token: ops serve (from source) vs a bare Bun.serve";
@@ -50,15 +50,12 @@ export async function run(ctx: BenchContext): Promise<string> {
       await ops.stop();
       await hello.stop();
     }
-    for (const [who, r] of [["ops", opsResult], ["Bun.serve", baseResult]] as const) {
-      if (r.errors > 0) throw new Error(`${who} answered ${r.errors} errors under load`);
-    }
-    const ratio = opsResult.requestsPerSec / baseResult.requestsPerSec;
-    return (
-      `me: ops ${opsResult.requestsPerSec} req/s, Bun.serve ${baseResult.requestsPerSec} req/s, ratio ${ratio.toFixed(2)}` +
-      ` (p50 ${opsResult.p50Ms.toFixed(2)} ms vs ${baseResult.p50Ms.toFixed(2)} ms, p99 ${opsResult.p99Ms.toFixed(2)} ms vs ${baseResult.p99Ms.toFixed(2)} ms;` +
-      ` ${ctx.load.connections} connections, ${ctx.load.threads} threads; median of 3 alternating rounds;` +
-      ` the same server's /health ${healthResult.requestsPerSec} req/s, so /me runs at ${(opsResult.requestsPerSec / healthResult.requestsPerSec).toFixed(2)} of the plumbing's ceiling)`
+    return ratioLine(
+      "me",
+      opsResult,
+      baseResult,
+      ctx.load,
+      `the same server's /health ${healthResult.requestsPerSec} req/s, so /me runs at ${(opsResult.requestsPerSec / healthResult.requestsPerSec).toFixed(2)} of the plumbing's ceiling`,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

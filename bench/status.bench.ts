@@ -4,7 +4,7 @@
  * server. The data dir gets 20 extra components with a day of flapping each (about 2,900
  * transitions) before the load, so the fold has work to do (the server refolds at most every 5 s; the document then holds ~1,440 incidents, ~200 KB).
  */
-import type { BenchContext } from "./lib";
+import { assertNoErrors, type BenchContext } from "./lib";
 
 export const name = "status";
 export const description = "GET /api/v1/status/public (with ~2,900 transitions to fold) vs GET /health on the same server";
@@ -30,9 +30,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     }
     const status = await ctx.measure(`${ops.url}/api/v1/status/public`);
     const health = await ctx.measure(`${ops.url}/health`);
-    for (const [who, r] of [["status", status], ["health", health]] as const) {
-      if (r.errors > 0) throw new Error(`${who} answered ${r.errors} errors under load`);
-    }
+    assertNoErrors({ status, health });
     return (
       `status: /api/v1/status/public ${status.requestsPerSec} req/s (p50 ${status.p50Ms.toFixed(2)} ms, p99 ${status.p99Ms.toFixed(2)} ms), ` +
       `/health ${health.requestsPerSec} req/s on the same server, ratio ${(status.requestsPerSec / health.requestsPerSec).toFixed(2)} ` +
