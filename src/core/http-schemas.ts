@@ -2,7 +2,7 @@
  * Schemas every domain's routes share in OpenAPI: the error body, and response maps for the
  * common statuses so each route lists what it can answer.
  */
-import { t, type TSchema } from "elysia";
+import { t } from "elysia";
 
 export const ErrorBody = t.Object(
   {
@@ -22,6 +22,3 @@ export function errors<S extends number>(...statuses: S[]): Record<S, typeof Err
 
 /** A 204 response with no body. */
 export const NoContent = t.Void({ description: "No content" });
-
-/** Mark a response schema as a JSON array of `item`. */
-export const ArrayOf = <T extends TSchema>(item: T) => t.Array(item);

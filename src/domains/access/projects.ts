@@ -13,7 +13,7 @@ import { auditAllowed, type AuditActor } from "../../core/audit";
 import { OpsError, invalid } from "../../core/errors";
 import { uuidv7 } from "../../core/ids";
 import { projects, environmentPolicies } from "./tables";
-import { toProjectRef, type ProjectRow } from "./rows";
+import type { ProjectRow } from "./rows";
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 export const ENVIRONMENT_PATTERN = /^[a-z0-9][a-z0-9-]{0,31}$/;
@@ -60,17 +60,6 @@ export function createProject(core: Core, input: CreateProjectInput, actor: Audi
 /** The project with `slug`, or null. */
 export function findProjectRow(core: Core, slug: string): ProjectRow | null {
   return core.db.select().from(projects).where(eq(projects.slug, slug)).get() ?? null;
-}
-
-/** The project as the authorization layer sees it, or null. */
-export function findProjectRef(core: Core, slug: string): ProjectRef | null {
-  const row = findProjectRow(core, slug);
-  return row ? toProjectRef(row) : null;
-}
-
-export function findProjectRefById(core: Core, id: string): ProjectRef | null {
-  const row = core.db.select().from(projects).where(eq(projects.id, id)).get();
-  return row ? toProjectRef(row) : null;
 }
 
 /** Throw 409 `archived` when the project is archived (writes refuse on archived projects). */

@@ -3,7 +3,6 @@
  */
 import type { InferSelectModel } from "drizzle-orm";
 import type { operators, projects, roles, tokens, sessions, memberships } from "./tables";
-import type { ProjectRef } from "../../core/core";
 
 export type OperatorRow = InferSelectModel<typeof operators>;
 export type ProjectRow = InferSelectModel<typeof projects>;
@@ -11,10 +10,6 @@ export type RoleRow = InferSelectModel<typeof roles>;
 export type TokenRow = InferSelectModel<typeof tokens>;
 export type SessionRow = InferSelectModel<typeof sessions>;
 export type MembershipRow = InferSelectModel<typeof memberships>;
-
-export function toProjectRef(p: ProjectRow): ProjectRef {
-  return { id: p.id, slug: p.slug, name: p.name, archived: p.archivedAt !== null, environments: JSON.parse(p.environments) as string[] };
-}
 
 /** The operator's name as tokens and members show it: email for a person, handle for a machine. */
 export function operatorName(o: Pick<OperatorRow, "kind" | "email" | "handle">): string {

@@ -1,7 +1,7 @@
 /**
  * The access domain's public surface: other domains call these (never the files behind them).
  */
-export { createProject, findProjectRow, findProjectRef, findProjectRefById, assertNotArchived, SLUG_PATTERN, DEFAULT_ENVIRONMENTS, projectView, listProjects } from "./projects";
+export { createProject, findProjectRow, assertNotArchived, SLUG_PATTERN, DEFAULT_ENVIRONMENTS, projectView, listProjects } from "./projects";
 export { createOperator, insertOperator, findOperator, findOperatorByEmail, hashPassword, type CreateOperatorInput } from "./operators";
 export { addOperator, updateOperator } from "./operator-admin";
 export { ensureFixedRoles, fixedRole, findRole } from "./roles";
@@ -11,5 +11,5 @@ export { signIn } from "./signin";
 export { mintTokenIn, insertToken, assertMintable, isMintable, overCarry, resolveMintTarget, expiryFor, type MintRequest, type TokenKind } from "./tokens";
 export { flushTouches } from "./authn";
 export { bootstrapOwner } from "./bootstrap";
-export { operatorName, toProjectRef, type OperatorRow, type ProjectRow, type RoleRow, type TokenRow, type SessionRow } from "./rows";
+export { operatorName, type OperatorRow, type ProjectRow, type RoleRow, type TokenRow, type SessionRow } from "./rows";
 export { rolesForProjects } from "./role-lists";
