@@ -1,9 +1,9 @@
 import { defineConfig } from "drizzle-kit";
 
-// State database (ops.db): the kernel's tables and every domain's tables.ts.
+// State database (ops.db): the kernel's tables, every domain's tables.ts and the built-in git host's.
 export default defineConfig({
   dialect: "sqlite",
-  schema: ["./src/core/**/tables.ts", "./src/domains/**/tables.ts"],
+  schema: ["./src/core/**/tables.ts", "./src/domains/**/tables.ts", "./src/adapters/**/tables.ts"],
   out: "./migrations/ops",
   breakpoints: true,
 });

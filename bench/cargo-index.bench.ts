@@ -9,7 +9,7 @@
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ROOT, createContext, parseWrk, assertNoErrors, type BenchContext, type LoadResult } from "./lib";
+import { ROOT, parseWrk, assertNoErrors, type BenchContext, type LoadResult, runAlone } from "./lib";
 import { seedDataDir, tarGz, putAll } from "./registry-seed";
 
 export const name = "cargo-index";
@@ -75,13 +75,4 @@ export async function run(ctx: BenchContext): Promise<string> {
   );
 }
 
-if (import.meta.main) {
-  const i = process.argv.indexOf("--duration");
-  const duration = i > 0 ? Number(process.argv[i + 1]) : 10;
-  const { ctx, cleanup } = createContext({ duration, connections: 50, threads: 2 });
-  try {
-    console.log(await run(ctx));
-  } finally {
-    await cleanup();
-  }
-}
+if (import.meta.main) await runAlone(run);

@@ -5,6 +5,7 @@
  * them. Load only ever targets 127.0.0.1, for a bounded duration.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { parseArgs } from "node:util";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -203,4 +204,26 @@ export function createContext(load: LoadOptions): { ctx: BenchContext; cleanup()
       for (const d of temps) rmSync(d, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Run one benchmark on its own (`bun bench/<name>.bench.ts --duration 10 --connections 50
+ * --threads 2`): parse the load flags over `defaults`, build a context, print the line, clean up.
+ */
+export async function runAlone(run: (ctx: BenchContext) => Promise<string>, defaults: Partial<LoadOptions> = {}): Promise<void> {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      duration: { type: "string", default: String(defaults.duration ?? 10) },
+      connections: { type: "string", default: String(defaults.connections ?? 50) },
+      threads: { type: "string", default: String(defaults.threads ?? 2) },
+    },
+    strict: true,
+  });
+  const { ctx, cleanup } = createContext({ duration: Number(values.duration), connections: Number(values.connections), threads: Number(values.threads) });
+  try {
+    console.log(await run(ctx));
+  } finally {
+    await cleanup();
+  }
 }

@@ -7,8 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
-import { ROOT, createContext, ratioLine, type BenchContext, type LoadResult } from "./lib";
+import { ROOT, ratioLine, type BenchContext, type LoadResult, runAlone } from "./lib";
 
 export const name = "me";
 export const description = "GET /api/v1/me with a token: ops serve (from source) vs a bare Bun.serve";
@@ -62,16 +61,4 @@ export async function run(ctx: BenchContext): Promise<string> {
   }
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({
-    args: process.argv.slice(2),
-    options: { duration: { type: "string", default: "10" }, connections: { type: "string", default: "50" }, threads: { type: "string", default: "2" } },
-    strict: true,
-  });
-  const { ctx, cleanup } = createContext({ duration: Number(values.duration), connections: Number(values.connections), threads: Number(values.threads) });
-  try {
-    console.log(await run(ctx));
-  } finally {
-    await cleanup();
-  }
-}
+if (import.meta.main) await runAlone(run);

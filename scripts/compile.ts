@@ -18,7 +18,8 @@ export interface CompileOptions {
 /** Compile ops to `outfile`. Throws with the bundler's messages on failure. */
 export async function compileOps(opts: CompileOptions): Promise<string> {
   const res = await Bun.build({
-    entrypoints: [path.join(root, "src/main.ts")],
+    // The telemetry writer runs on its own thread: a worker's module must be an entrypoint of its own.
+    entrypoints: [path.join(root, "src/main.ts"), path.join(root, "src/domains/observability/writer-worker.ts")],
     compile: {
       outfile: opts.outfile,
       autoloadDotenv: false,

@@ -17,6 +17,7 @@ import { runMigrations } from "./core/db/migrate";
 import { FsBlobStore } from "./core/blobs/store";
 import { SecretsStore } from "./core/secrets";
 import { Scheduler } from "./core/scheduler";
+import { EventBus } from "./core/events";
 import { NO_GRANTS } from "./core/authz/effective";
 import { authzPlugin, requestMeta, pathOf } from "./core/authz/plugin";
 import { normaliseError, toErrorBody, OpsError } from "./core/errors";
@@ -70,6 +71,7 @@ export function createCore(config: Config, opts: CoreOptions = {}): Core {
     blobs: new FsBlobStore(path.join(config.dataDir, "blobs")),
     secrets,
     scheduler: new Scheduler(state.db, clock, log, { tickMs: config.schedulerTickMs }),
+    events: new EventBus(log),
     access: ANONYMOUS_ACCESS,
     state: { ready: false, draining: false, startedAt: clock.now() },
     version: VERSION,
@@ -106,11 +108,11 @@ export async function closeCore(core: Core): Promise<void> {
 }
 
 /** Longest-prefix body limit. */
-function limitFor(limits: Array<{ prefix: string; bytes: number }>, pathname: string, fallback: number): number {
+function limitFor(limits: Array<{ prefix: string; bytes: number; pattern?: RegExp }>, pathname: string, fallback: number): number {
   let best = -1;
   let bytes = fallback;
   for (const l of limits) {
-    if (pathname.startsWith(l.prefix) && l.prefix.length > best) {
+    if (pathname.startsWith(l.prefix) && l.prefix.length > best && (!l.pattern || l.pattern.test(pathname))) {
       best = l.prefix.length;
       bytes = l.bytes;
     }

@@ -1,12 +1,14 @@
 /**
  * `ops serve`: the long-running server. Start order: core (migrations) → domains' serve work →
- * HTTP listener → scheduler → ready. On SIGTERM/SIGINT: /readyz goes 503, the listener stops
- * taking connections, in-flight requests finish (bounded by OPS_SHUTDOWN_GRACE_MS), the scheduler
- * stops, close hooks flush, the databases close, and the process exits 0.
+ * HTTP listener → ingress listener (OPS_INGRESS_LISTEN) → scheduler → ready. On SIGTERM/SIGINT:
+ * /readyz goes 503, both listeners stop taking connections, in-flight requests finish (bounded by
+ * OPS_SHUTDOWN_GRACE_MS), the scheduler stops, close hooks flush (replicas are stopped there),
+ * the databases close, and the process exits 0.
  */
 import type { Config } from "./core/config";
 import { createCore, createHttpApp, closeCore, modulesOf, maxBodyLimit, type CoreOptions, type HttpApp } from "./app";
 import type { Core } from "./core/core";
+import { startIngress } from "./adapters/ingress";
 
 export interface RunningServer {
   core: Core;
@@ -14,6 +16,8 @@ export interface RunningServer {
   app: HttpApp;
   url: string;
   port: number;
+  /** The ingress's address while it listens (null when off or not bound). */
+  ingressUrl: string | null;
   /** Drain and close; resolves when everything is closed. */
   shutdown(reason: string): Promise<void>;
 }
@@ -25,6 +29,7 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
   app.listen({ hostname: config.listen.host, port: config.listen.port, maxRequestBodySize: maxBodyLimit(core), idleTimeout: 120 });
   const server = app.server;
   if (!server) throw new Error("the HTTP server did not start");
+  const ingress = startIngress(core);
   core.scheduler.start();
   core.state.ready = true;
   const url = `http://${config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host}:${server.port}`;
@@ -38,11 +43,13 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
       core.state.draining = true;
       const grace = config.shutdownGraceMs;
       const stopped = server.stop(false);
+      const ingressStopped = ingress?.stop(grace);
       const timedOut = await Promise.race([stopped.then(() => false), Bun.sleep(grace).then(() => true)]);
       if (timedOut) {
         core.log.warn("in-flight requests did not finish in time; closing them", { grace_ms: grace });
         await server.stop(true);
       }
+      await ingressStopped;
       await core.scheduler.stop(grace);
       await closeCore(core);
       core.log.info("stopped");
@@ -63,5 +70,5 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
     process.once("SIGTERM", () => onSignal("SIGTERM"));
     process.once("SIGINT", () => onSignal("SIGINT"));
   }
-  return { core, app, url, port: server.port ?? config.listen.port, shutdown };
+  return { core, app, url, port: server.port ?? config.listen.port, ingressUrl: ingress?.address?.url ?? null, shutdown };
 }

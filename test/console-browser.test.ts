@@ -165,4 +165,16 @@ describe("the console in chromium", () => {
     await shot(page, "status");
     await context.close();
   }, 60_000);
+
+  test("/projects lists the person's projects; a project's overview lists its resources", async () => {
+    const context = (globalThis as Record<string, unknown>).__opsConsoleContext as Awaited<ReturnType<Browser["newContext"]>>;
+    const page = await context.newPage();
+    await page.goto(`${t.url}/projects`);
+    await page.getByRole("heading", { name: "Projects", exact: true }).waitFor();
+    await page.getByRole("link", { name: "web-shop" }).click();
+    await page.getByRole("navigation", { name: "Project" }).waitFor();
+    await page.getByRole("heading", { name: "Resources" }).waitFor();
+    await page.getByText("No resources in production yet.").waitFor();
+    await shot(page, "project-overview");
+  }, 60_000);
 });

@@ -72,6 +72,8 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
       OPS_LOG_LEVEL: "info",
       OPS_BOOTSTRAP_EMAIL: "owner@ops.test",
       OPS_BOOTSTRAP_PASSWORD: "owner-password-for-tests",
+      // No test app takes the ingress's default port; a test that routes through it names one.
+      OPS_INGRESS_LISTEN: "off",
       ...opts.env,
     },
     {},

@@ -9,12 +9,13 @@ import { SignIn } from "./screens/sign-in";
 import { DevicePage } from "./screens/device";
 import { StatusPage } from "./screens/status";
 import { AccountPage } from "./screens/account";
+import { ProjectList, ProjectFrame } from "./screens/project";
 
 function currentLocation(): { path: string; query: URLSearchParams; full: string } {
   return { path: location.pathname, query: new URLSearchParams(location.search), full: location.pathname + location.search };
 }
 
-const TITLES: Record<string, string> = { "/status": "Status", "/device": "Connect a device", "/account": "Account", "/sign-in": "Sign in", "/": "Account" };
+const TITLES: Record<string, string> = { "/status": "Status", "/device": "Connect a device", "/account": "Account", "/sign-in": "Sign in", "/": "Account", "/projects": "Projects" };
 
 export function App() {
   const [loc, setLoc] = useState(currentLocation());
@@ -43,7 +44,7 @@ export function App() {
   }, []);
 
   useEffect(() => {
-    document.title = `${TITLES[loc.path] ?? "ops"} · ops`;
+    document.title = `${TITLES[loc.path] ?? (loc.path.startsWith("/projects/") ? decodeURIComponent(loc.path.split("/")[2] ?? "") : "ops")} · ops`;
     document.getElementById("main")?.focus({ preventScroll: true });
   }, [loc.path]);
 
@@ -76,6 +77,9 @@ export function App() {
       );
   } else if (loc.path === "/device") screen = <DevicePage me={me} initialCode={loc.query.get("user_code") ?? ""} />;
   else if (loc.path === "/account" || loc.path === "/") screen = <AccountPage me={me} onChange={() => void loadMe()} />;
+  else if (loc.path === "/projects") screen = <ProjectList />;
+  else if (loc.path.startsWith("/projects/"))
+    screen = <ProjectFrame me={me} segments={loc.path.slice("/projects/".length).split("/").filter(Boolean).map(decodeURIComponent)} query={loc.query} />;
   else screen = <Alert kind="info">Nothing here. Try the <Link href="/account">account page</Link>.</Alert>;
 
   return (
@@ -89,6 +93,7 @@ export function App() {
         </Link>
         <nav aria-label="Main">
           <Link href="/status">Status</Link>
+          {me && <Link href="/projects">Projects</Link>}
           {me && <Link href="/device">Connect a device</Link>}
           {me && <Link href="/account">Account</Link>}
         </nav>
@@ -109,7 +114,7 @@ export function App() {
           )}
         </div>
       </header>
-      <main id="main" tabIndex={-1}>
+      <main id="main" tabIndex={-1} class={loc.path.startsWith("/projects/") ? "wide" : undefined}>
         {error && needsPerson && <Alert>{error}</Alert>}
         {screen}
       </main>

@@ -66,6 +66,28 @@ export interface Config {
     readonly apiUrl: string;
     readonly webUrl: string;
   };
+  /** Which code host sources live on: the built-in git host, or the GitHub App. */
+  readonly codeHost: "builtin" | "github";
+  /** Largest push the built-in git host accepts, in bytes (refused by the pre-receive stage). */
+  readonly gitMaxPushBytes: number;
+  /** Builds running at once (the rest wait in a queue fair across projects). */
+  readonly buildConcurrency: number;
+  /** Time limit of one build step (checks, build commands), in seconds. */
+  readonly buildStepTimeoutSecs: number;
+  /** Memory limit of a build's processes in MiB (0 = no limit). */
+  readonly buildMemoryMb: number;
+  /** Which runtime runs services: supervised processes, or the Docker Engine on its socket. */
+  readonly runtime: "process" | "docker";
+  /** Docker Engine socket for `runtime: docker`. */
+  readonly dockerSocket: string;
+  /** host:port of the ingress listener, or null when it is off. */
+  readonly ingressListen: { readonly host: string; readonly port: number } | null;
+  /** How long a rollout waits for new replicas to pass their health probe, in seconds. */
+  readonly deployHealthTimeoutSecs: number;
+  /** Days log events, spans and raw metric samples are kept. */
+  readonly logRetentionDays: number;
+  /** Size telemetry.db may grow to before the oldest telemetry is evicted, in bytes. */
+  readonly telemetryMaxBytes: number;
 }
 
 /** The variables `loadConfig` reads, with a one-line description each (README and `--help`). */
@@ -99,6 +121,17 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_GITHUB_WEBHOOK_SECRET", default: "(unset)", description: "Code host webhook secret" },
   { name: "OPS_GITHUB_API_URL", default: "https://api.github.com", description: "Code host API base URL" },
   { name: "OPS_GITHUB_URL", default: "https://github.com", description: "Code host web base URL" },
+  { name: "OPS_CODE_HOST", default: "builtin", description: "Code host of sources: builtin (git over HTTP at /git/) or github (the App)" },
+  { name: "OPS_GIT_MAX_PUSH_BYTES", default: "1073741824", description: "Largest push the built-in git host accepts" },
+  { name: "OPS_BUILD_CONCURRENCY", default: "1", description: "Builds running at once; the rest queue, fairly across projects" },
+  { name: "OPS_BUILD_STEP_TIMEOUT_SECS", default: "1800", description: "Time limit of one build step (checks, build commands)" },
+  { name: "OPS_BUILD_MEMORY_MB", default: "2048", description: "Memory limit of a build's processes in MiB; 0 = none" },
+  { name: "OPS_RUNTIME", default: "process", description: "Service runtime: process (supervised, sandboxed) or docker (Engine socket)" },
+  { name: "OPS_DOCKER_SOCKET", default: "/var/run/docker.sock", description: "Docker Engine socket for OPS_RUNTIME=docker" },
+  { name: "OPS_INGRESS_LISTEN", default: "127.0.0.1:8081", description: "host:port of the ingress that routes to services; off = none" },
+  { name: "OPS_DEPLOY_HEALTH_TIMEOUT_SECS", default: "60", description: "How long a rollout waits for new replicas to pass their health probe" },
+  { name: "OPS_LOG_RETENTION_DAYS", default: "14", description: "Days logs, spans and raw metric samples are kept" },
+  { name: "OPS_TELEMETRY_MAX_BYTES", default: "10737418240", description: "Size telemetry may take before the oldest is evicted" },
 ];
 
 type Env = Record<string, string | undefined>;
@@ -147,13 +180,19 @@ function redactUrl(v: string): string {
   return v.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
 }
 
-function parseListen(raw: string): { host: string; port: number } {
+function parseListen(raw: string, variable = "OPS_LISTEN"): { host: string; port: number } {
   const m = /^(\[[0-9a-fA-F:]+\]|[^:\s]+)?:?(\d+)$/.exec(raw);
-  if (!m) throw new ConfigError("OPS_LISTEN", `expected host:port, got "${raw}"`);
+  if (!m) throw new ConfigError(variable, `expected host:port, got "${raw}"`);
   const host = (m[1] ?? "127.0.0.1").replace(/^\[|\]$/g, "");
   const port = Number(m[2]);
-  if (port < 0 || port > 65535) throw new ConfigError("OPS_LISTEN", `port out of range: ${port}`);
+  if (port < 0 || port > 65535) throw new ConfigError(variable, `port out of range: ${port}`);
   return { host, port };
+}
+
+function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const v = (str(env, name) ?? fallback).toLowerCase();
+  if (!(choices as readonly string[]).includes(v)) throw new ConfigError(name, `expected ${choices.join(" or ")}, got "${v}"`);
+  return v as T;
 }
 
 /**
@@ -196,6 +235,8 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     throw new ConfigError("OPS_DB_PLANE_STANZA", `expected a stanza name (letters, digits, . _ -), got "${dbPlaneStanza}"`);
   }
 
+  const ingress = (str(e, "OPS_INGRESS_LISTEN") ?? "127.0.0.1:8081").toLowerCase();
+
   const config: Config = {
     dataDir,
     listen,
@@ -228,6 +269,17 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
       apiUrl: (url(e, "OPS_GITHUB_API_URL", ["http:", "https:"]) ?? "https://api.github.com").replace(/\/+$/, ""),
       webUrl: (url(e, "OPS_GITHUB_URL", ["http:", "https:"]) ?? "https://github.com").replace(/\/+$/, ""),
     },
+    codeHost: oneOf(e, "OPS_CODE_HOST", ["builtin", "github"] as const, "builtin"),
+    gitMaxPushBytes: int(e, "OPS_GIT_MAX_PUSH_BYTES", 1024 * 1024 * 1024, 1024, 1024 * 1024 * 1024 * 1024),
+    buildConcurrency: int(e, "OPS_BUILD_CONCURRENCY", 1, 1, 64),
+    buildStepTimeoutSecs: int(e, "OPS_BUILD_STEP_TIMEOUT_SECS", 1800, 1, 86_400),
+    buildMemoryMb: int(e, "OPS_BUILD_MEMORY_MB", 2048, 0, 1024 * 1024),
+    runtime: oneOf(e, "OPS_RUNTIME", ["process", "docker"] as const, "process"),
+    dockerSocket: path.resolve(cwd, str(e, "OPS_DOCKER_SOCKET") ?? "/var/run/docker.sock"),
+    ingressListen: ingress === "off" ? null : parseListen(ingress, "OPS_INGRESS_LISTEN"),
+    deployHealthTimeoutSecs: int(e, "OPS_DEPLOY_HEALTH_TIMEOUT_SECS", 60, 1, 3600),
+    logRetentionDays: int(e, "OPS_LOG_RETENTION_DAYS", 14, 1, 3650),
+    telemetryMaxBytes: int(e, "OPS_TELEMETRY_MAX_BYTES", 10 * 1024 * 1024 * 1024, 1024 * 1024, 1024 ** 5),
   };
   return deepFreeze(config);
 }

@@ -15,6 +15,7 @@ import type { Db } from "./db/client";
 import type { BlobStore } from "./blobs/store";
 import type { SecretsStore } from "./secrets";
 import type { Scheduler } from "./scheduler";
+import type { EventBus } from "./events";
 import type { Grants } from "./authz/effective";
 import type { Principal, RequestMeta } from "./authz/principal";
 import type { NormalisedError } from "./errors";
@@ -75,6 +76,8 @@ export interface Core {
   readonly blobs: BlobStore;
   readonly secrets: SecretsStore;
   readonly scheduler: Scheduler;
+  /** In-process domain events (a push landed, an image was signed …). */
+  readonly events: EventBus;
   access: AccessHooks;
   readonly state: CoreState;
   /** The binary's version string. */
@@ -91,6 +94,18 @@ export interface ErrorStyle {
   render(err: NormalisedError, request: Request): Response;
 }
 
+/**
+ * A request-body limit for paths under `prefix` (longest prefix wins). `pattern`, when given,
+ * narrows the entry to paths it matches (a route with parameters before its tail, such as
+ * `/api/v1/projects/<slug>/sources/<id>/saves`).
+ */
+export interface BodyLimit {
+  prefix: string;
+  bytes: number;
+  raw?: boolean;
+  pattern?: RegExp;
+}
+
 /** What a domain contributes. Listed in src/domains/index.ts; composed by src/app.ts. */
 export interface DomainModule {
   name: string;
@@ -105,7 +120,7 @@ export interface DomainModule {
    * `raw: true` leaves bodies under the prefix unread by the kernel's JSON parser: the domain
    * streams them itself (exact bytes, e.g. OCI manifests and layers) and enforces the limit.
    */
-  bodyLimits?(core: Core): Array<{ prefix: string; bytes: number; raw?: boolean }>;
+  bodyLimits?(core: Core): Array<BodyLimit>;
   /** Error renderers for protocol prefixes. */
   errorStyles?(core: Core): ErrorStyle[];
 }

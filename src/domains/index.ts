@@ -11,6 +11,12 @@ import { deviceModule } from "./device";
 import { cliModule } from "./cli";
 import { statusModule } from "./status";
 import { registriesModule } from "./registries";
+import { sourcesModule } from "./sources";
+import { buildsModule } from "./builds";
+import { deploymentsModule } from "./deployments";
+import { translationsModule } from "./translations";
+import { observabilityModule } from "./observability";
+import { modulesModule } from "./modules";
 import { consoleModule } from "../console/module";
 
 export const DOMAINS: readonly DomainModule[] = [
@@ -22,5 +28,11 @@ export const DOMAINS: readonly DomainModule[] = [
   cliModule,
   statusModule,
   registriesModule,
+  sourcesModule,
+  buildsModule,
+  deploymentsModule,
+  translationsModule,
+  observabilityModule,
+  modulesModule,
   consoleModule,
 ];

@@ -1,19 +1,28 @@
 /**
- * The process runtime's command runner: runs a shell command as a child process in its own
- * process group (so a timeout or shutdown stops everything it started, not only `sh`), with an
- * explicit environment (nothing inherited from the server: the server's own settings, such as
- * OPS_SECRETS_KEY, never leak into a job), a working directory, a timeout, and its output handed
- * over line by line.
+ * The command runner under job runs and service replicas: runs a shell command (or an argv) as a
+ * child process in its own process group (so a timeout or shutdown stops everything it started,
+ * not only `sh`), with an explicit environment (nothing inherited from the server: the server's
+ * own settings, such as OPS_SECRETS_KEY, never leak into a child), a working directory, an
+ * optional timeout, and its output handed over line by line.
  */
+import { readdirSync, readFileSync } from "node:fs";
 
 export interface CommandSpec {
-  command: string;
+  /** A shell command line (run as `sh -c`), or an argv run as given. */
+  command: string | readonly string[];
   cwd: string;
   /** The child's whole environment. */
   env: Record<string, string>;
-  timeoutMs: number;
+  /** Stop the command after this long; omitted or 0: no timeout (a supervised service). */
+  timeoutMs?: number;
   /** Called for every complete line (and the unterminated tail) of stdout and stderr. */
   onLine(stream: "stdout" | "stderr", line: string): void;
+  /**
+   * The processes that get the polite SIGTERM of a stop (default: the whole process group).
+   * A sandbox whose outer process would die at once on SIGTERM, taking its children with it,
+   * names the processes inside it instead. SIGKILL after the grace period always ends the group.
+   */
+  politeTargets?(pid: number): number[];
 }
 
 export interface CommandResult {
@@ -37,6 +46,22 @@ export const MAX_LINE_CHARS = 8192;
 
 /** A PATH for children that does not depend on the server's own environment. */
 export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/**
+ * A function that replaces every secret value in a line with `***`, as CI systems do. Values
+ * shorter than 4 characters are left alone (masking them would garble ordinary output), and the
+ * longest values go first so a secret that contains another is masked whole. Output arrives line
+ * by line, so a value of several lines (a PEM key) is masked line by line too.
+ */
+export function secretMasker(values: readonly string[]): (line: string) => string {
+  const parts = values.flatMap((v) => (v.includes("\n") ? v.split(/\r?\n/).map((l) => l.trim()) : [v]));
+  const mask = [...new Set(parts.filter((s) => s.length >= 4))].sort((a, b) => b.length - a.length);
+  if (mask.length === 0) return (line) => line;
+  return (line) => {
+    for (const s of mask) if (line.includes(s)) line = line.split(s).join("***");
+    return line;
+  };
+}
 
 async function pump(stream: ReadableStream<Uint8Array>, emit: (line: string) => void): Promise<void> {
   const decoder = new TextDecoder();
@@ -73,9 +98,43 @@ async function pump(stream: ReadableStream<Uint8Array>, emit: (line: string) => 
   flush(true);
 }
 
-/** Start `sh -c <command>`; the promise resolves when it exited and its output was read. */
+/** A process below `root` (found through /proc), with its command name. */
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  comm: string;
+}
+
+/** Every descendant of `root` (not `root` itself), parents before children. Linux only. */
+export function descendants(root: number): ProcessInfo[] {
+  const all: ProcessInfo[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      // comm is in parentheses and may hold spaces or parentheses itself: split at the last ")".
+      const close = stat.lastIndexOf(")");
+      const comm = stat.slice(stat.indexOf("(") + 1, close);
+      const ppid = Number(stat.slice(close + 2).split(" ")[1]);
+      all.push({ pid: Number(name), ppid, comm });
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  const out: ProcessInfo[] = [];
+  let frontier = [root];
+  while (frontier.length > 0) {
+    const next = all.filter((p) => frontier.includes(p.ppid));
+    out.push(...next);
+    frontier = next.map((p) => p.pid);
+  }
+  return out;
+}
+
+/** Start the command; the promise resolves when it exited and its output was read. */
 export function startCommand(spec: CommandSpec): RunningCommand {
-  const proc = Bun.spawn(["sh", "-c", spec.command], {
+  const argv = typeof spec.command === "string" ? ["sh", "-c", spec.command] : [...spec.command];
+  const proc = Bun.spawn(argv, {
     cwd: spec.cwd,
     env: spec.env,
     stdin: "ignore",
@@ -98,13 +157,23 @@ export function startCommand(spec: CommandSpec): RunningCommand {
     }
   };
   const terminate = (graceMs: number) => {
-    signalGroup("SIGTERM");
+    const targets = spec.politeTargets?.(proc.pid) ?? [];
+    if (targets.length === 0) signalGroup("SIGTERM");
+    for (const pid of targets) {
+      try {
+        process.kill(pid, "SIGTERM");
+      } catch {
+        // Already gone.
+      }
+    }
     killTimer ??= setTimeout(() => signalGroup("SIGKILL"), graceMs);
   };
-  const timer = setTimeout(() => {
-    timedOut = true;
-    terminate(5000);
-  }, spec.timeoutMs);
+  const timer = spec.timeoutMs
+    ? setTimeout(() => {
+        timedOut = true;
+        terminate(5000);
+      }, spec.timeoutMs)
+    : null;
 
   const done = (async (): Promise<CommandResult> => {
     const out = pump(proc.stdout as ReadableStream<Uint8Array>, (l) => spec.onLine("stdout", l));
@@ -113,7 +182,7 @@ export function startCommand(spec: CommandSpec): RunningCommand {
     // Anything the command left in the background would hold the pipes open: end the group.
     signalGroup("SIGKILL");
     await Promise.allSettled([out, err]);
-    clearTimeout(timer);
+    if (timer) clearTimeout(timer);
     if (killTimer) clearTimeout(killTimer);
     const signal = proc.signalCode === null || proc.signalCode === undefined ? null : String(proc.signalCode);
     return { exitCode: signal ? null : exitCode, signal, timedOut, stopped };

@@ -9,3 +9,5 @@ export { isClaimRegistry, type ClaimRegistry, type Registry } from "./shared/nam
 export { registryService, tokenRealm } from "./oci/keys";
 export { issueRegistryToken } from "./oci/token";
 export { collectGarbage, GC_TASK } from "./shared/gc";
+export { readImage, parseImageConfig, hostArchitecture, type PulledImage, type ImageConfig, type ImageLayer } from "./oci/pull";
+export { pushImage, storedManifest, storedBlob, type ImagePush, type PushBlob, type PushedImage, type ManifestPusher } from "./oci/push";

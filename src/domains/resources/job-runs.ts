@@ -22,6 +22,7 @@ import { OpsError } from "../../core/errors";
 import { nextCronRun, type ItemContext } from "../../core/scheduler";
 import { assertNotArchived } from "../access/service";
 import { startCommand, DEFAULT_PATH, type RunningCommand } from "../../adapters/runtime/process";
+import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
 import { jobRunLines, jobRuns, jobSchedules } from "./tables";
 import { auditTarget, findResource, getResourceRow, resourceById, specOf, type Place, type ResourceRow } from "./rows";
 import { liveRun } from "./kind-rules";
@@ -149,13 +150,18 @@ export function runLog(core: Core, place: Place, name: string, runId: number, af
   };
 }
 
-/** Buffers a run's lines and writes them in batches (each batch one short transaction). */
+/**
+ * Buffers a run's lines and writes them in batches (each batch one short transaction), then hands
+ * the same lines to the telemetry store (service = the job, target `ops.job-run/<run>`), so a log
+ * search finds them beside the services' own lines.
+ */
 class LineWriter {
   private seq: number;
   private kept = 0;
   private dropped = 0;
   private buf: Array<typeof jobRunLines.$inferInsert> = [];
   private timer: ReturnType<typeof setInterval>;
+  private readonly platform: Omit<PlatformLogEntry, "level" | "message" | "timestamp"> | null;
 
   constructor(
     private readonly core: Core,
@@ -166,6 +172,9 @@ class LineWriter {
     this.seq = last?.n ?? 0;
     this.kept = this.seq;
     this.timer = setInterval(() => this.flush(), 250);
+    const run = core.db.select({ resourceId: jobRuns.resourceId, environment: jobRuns.environment, job: jobRuns.job }).from(jobRuns).where(eq(jobRuns.id, runId)).get();
+    const job = run ? resourceById(core.db, run.resourceId) : null;
+    this.platform = run && job ? { project: job.projectId, environment: run.environment, service: run.job, target: `ops.job-run/${runId}` } : null;
   }
 
   add(level: "info" | "warn" | "error", text: string): void {
@@ -188,6 +197,12 @@ class LineWriter {
       for (const row of batch) t.insert(jobRunLines).values(row).run();
       t.update(jobRuns).set({ lines: this.seq }).where(eq(jobRuns.id, this.runId)).run();
     });
+    if (this.platform) {
+      const p = this.platform;
+      appendPlatformLogs(this.core, batch.map((l) => ({ ...p, level: l.level as PlatformLogEntry["level"], message: l.line, timestamp: l.at }))).catch((e) =>
+        this.core.log.warn("job run lines not copied to the log store", { run: this.runId, err: e }),
+      );
+    }
   }
 
   close(): void {

@@ -1,7 +1,7 @@
 /**
  * The resources domain's public surface: other domains import only this file.
  */
-export { getResource, listResources, listResourcesOfType, createResource, putResource, deleteResource, observeResource, observeRow, rewriteSpecIn, type ResourceAddress } from "./store";
+export { getResource, listResources, listResourcesOfType, createResource, putResource, putResourceAs, deleteResource, observeResource, observeRow, rewriteSpecIn, type ResourceAddress } from "./store";
 export { findResource, getResourceRow, listOfType, listOfTypeInProject, placeFor, resourceById, specOf, toResponse, writeStatus, auditTarget, UNOBSERVED_SUMMARY, type ResourceRow, type Place, type Observed } from "./rows";
 export { extendKind, provideSecretValues, secretValues, type KindHooks, type SecretValues, type WriteContext } from "./kinds";
 export { usersOfGroup, assertGroupExists } from "./kind-rules";

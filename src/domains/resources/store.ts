@@ -10,7 +10,7 @@ import { and, asc, eq, inArray } from "drizzle-orm";
 import type { Core, ProjectRef } from "../../core/core";
 import type { AuthContext } from "../../core/authz/plugin";
 import { actorOf } from "../../core/authz/principal";
-import { auditAllowed } from "../../core/audit";
+import { auditAllowed, type AuditActor } from "../../core/audit";
 import { tx } from "../../core/db/client";
 import { OpsError } from "../../core/errors";
 import { uuidv7 } from "../../core/ids";
@@ -174,6 +174,19 @@ export async function putResource(
   body: { spec: unknown; version?: number | null },
   auth: AuthContext,
 ): Promise<{ created: boolean; resource: ResourceResponse }> {
+  return putResourceAs(core, addr, body, principalActor(auth));
+}
+
+/**
+ * PUT on behalf of `actor`: work queued by a person (a repository scan reconciling its ops.toml)
+ * is written and audited as that person.
+ */
+export async function putResourceAs(
+  core: Core,
+  addr: ResourceAddress,
+  body: { spec: unknown; version?: number | null },
+  actor: AuditActor,
+): Promise<{ created: boolean; resource: ResourceResponse }> {
   assertNotArchived(addr.project);
   const type = assertType(addr.type);
   const place = placeFor(addr.project, type, addr.environment);
@@ -183,7 +196,7 @@ export async function putResource(
     throw new OpsError("conflict", prev ? `Version ${expected} is not the current version (${prev.version}) of ${type} "${addr.name}".` : `The ${type} "${addr.name}" does not exist, so version ${expected} cannot be current.`, { current_version: prev?.version ?? 0 });
   }
   checkSpec(type, body.spec);
-  const ctx: WriteContext = { ...place, type, name: addr.name, spec: asSpecObject(body.spec), prev, actor: principalActor(auth) };
+  const ctx: WriteContext = { ...place, type, name: addr.name, spec: asSpecObject(body.spec), prev, actor };
   const row = await writeResource(core, ctx, expected);
   return { created: prev === null, resource: toResponse(row, addr.project.slug) };
 }

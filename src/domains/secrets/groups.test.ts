@@ -82,22 +82,22 @@ describe("PUT …/secret-group/{name}/variables/{key}", () => {
 });
 
 describe("POST …/secret-group/{name}/rotate and GET …/versions", () => {
-  test("200: renders <name>.env.v<n>, marks the services that mount it for restart, skips scaled-to-zero ones", async () => {
+  test("200: renders <name>.env.v<n>; services that mount it and never ran, or are scaled to zero, are skipped with the reason", async () => {
+    // Services that run are restarted by the deployments domain (rolled): test/deploy-restarts.test.ts.
     const r = await expectStatus(await p.req("POST", `${G}/rotate`), 200);
-    expect(r).toMatchObject({ state: "rendered", secret: "app-env.env.v1", version: 1, rolled: [] });
+    expect(r).toMatchObject({ state: "rendered", secret: "app-env.env.v1", version: 1, rolled: [], reason: null });
     expect(r.skipped).toEqual([
-      { service: "api", reason: "no runtime attached: marked restart required (status pending)" },
+      { service: "api", reason: "not deployed yet: it mounts the new version when it is first deployed" },
       { service: "idle", reason: "scaled to zero (replicas: 0); it mounts the new version when it starts" },
     ]);
-    expect(r.reason).toContain("No runtime");
     const api = await expectStatus(await p.req("GET", "/resources/service/api"), 200);
-    expect(api.status).toMatchObject({ state: "pending", summary: "restart required: group app-env v1" });
+    expect(api.status).toMatchObject({ state: "pending", summary: "null" });
     const other = await expectStatus(await p.req("GET", "/resources/service/other"), 200);
     expect(other.status.summary).toBe("null");
     const vars = await expectStatus(await p.req("GET", `${G}/variables`), 200);
     expect(vars.every((v: { pending: boolean }) => !v.pending)).toBe(true);
     const observed = await expectStatus(await p.req("POST", "/resources/service/api/observe"), 200);
-    expect(observed.status.summary).toBe("restart required: group app-env v1");
+    expect(observed.status.summary).toBe("not deployed");
   });
   test("the render holds every value as a dotenv document, sealed", async () => {
     const row = t.core.db.select().from(secretGroupRenders).where(eq(secretGroupRenders.secret, "app-env.env.v1")).get()!;

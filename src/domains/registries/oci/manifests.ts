@@ -7,7 +7,7 @@
  */
 import { and, asc, eq } from "drizzle-orm";
 import type { Core } from "../../../core/core";
-import { auditAllowed } from "../../../core/audit";
+import { auditAllowed, type AuditActor } from "../../../core/audit";
 import { tx } from "../../../core/db/client";
 import { sha256Hex } from "../../../core/blobs/store";
 import { packages, packageVersions, packageFiles, packageTags } from "../shared/tables";
@@ -96,15 +96,42 @@ export function manifestResponse(core: Core, repo: PackageRow, reference: string
 
 /** PUT a manifest by tag or digest (see the file comment); 201 with its digest. */
 export async function putManifest(core: Core, repo: PackageRow, reference: string, request: Request, grant: RegistryGrant, ip: string): Promise<Response> {
-  const isDigestRef = reference.startsWith("sha256:");
-  if (isDigestRef) digestHex(reference);
-  else if (!TAG.test(reference)) throw ociError(400, "TAG_INVALID", `"${reference}" is not a valid tag.`, { tag: reference });
+  if (!reference.startsWith("sha256:") && !TAG.test(reference)) throw ociError(400, "TAG_INVALID", `"${reference}" is not a valid tag.`, { tag: reference });
   let bytes: Uint8Array;
   try {
     bytes = await readBodyWithLimit(request, MAX_MANIFEST_BYTES);
   } catch {
     throw ociError(413, "SIZE_INVALID", `A manifest may be at most ${MAX_MANIFEST_BYTES} bytes.`);
   }
+  const pusher: ManifestPusher = {
+    subject: grant.subject,
+    audit: { actor: grant.actor, operatorId: grant.operatorId, via: grant.via, ip, context: grant.tokenId ? { token: grant.tokenId } : {} },
+  };
+  const digest = await storeManifest(core, repo, reference, bytes, request.headers.get("content-type") ?? "", pusher);
+  return new Response(null, {
+    status: 201,
+    headers: { location: `/v2/${repo.name}/manifests/${digest}`, "docker-content-digest": digest, "content-length": "0", "docker-distribution-api-version": "registry/2.0" },
+  });
+}
+
+/** Who pushes a manifest: the version's publisher and the audit row's actor. */
+export interface ManifestPusher {
+  subject: string;
+  audit: AuditActor;
+  /** More ids for the audit row's context (a build id …). */
+  context?: Record<string, string | number | boolean | null>;
+}
+
+/**
+ * Validate and store a manifest's bytes as a version of `repo`, tagged when `reference` is a tag,
+ * audited as `packages.publish` in the same transaction; returns its digest. Shared by the HTTP
+ * push and the in-process push (push.ts), so both validate and audit alike.
+ */
+export async function storeManifest(core: Core, repo: PackageRow, reference: string, bytes: Uint8Array, contentType: string, pusher: ManifestPusher): Promise<string> {
+  const isDigestRef = reference.startsWith("sha256:");
+  if (isDigestRef) digestHex(reference);
+  else if (!TAG.test(reference)) throw ociError(400, "TAG_INVALID", `"${reference}" is not a valid tag.`, { tag: reference });
+  if (bytes.byteLength > MAX_MANIFEST_BYTES) throw ociError(413, "SIZE_INVALID", `A manifest may be at most ${MAX_MANIFEST_BYTES} bytes.`);
   let doc: ManifestDoc;
   try {
     doc = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)) as ManifestDoc;
@@ -112,7 +139,7 @@ export async function putManifest(core: Core, repo: PackageRow, reference: strin
     throw ociError(400, "MANIFEST_INVALID", "The manifest is not valid JSON.");
   }
   if (!doc || typeof doc !== "object" || doc.schemaVersion !== 2) throw ociError(400, "MANIFEST_INVALID", "Only schemaVersion 2 manifests are accepted.");
-  const headerType = (request.headers.get("content-type") ?? "").split(";")[0].trim();
+  const headerType = contentType.split(";")[0].trim();
   const mediaType = doc.mediaType ?? headerType;
   if (doc.mediaType && headerType && headerType !== doc.mediaType && headerType !== "application/json") {
     throw ociError(400, "MANIFEST_INVALID", `Content-Type ${headerType} disagrees with the manifest's mediaType ${doc.mediaType}.`);
@@ -148,6 +175,8 @@ export async function putManifest(core: Core, repo: PackageRow, reference: strin
     }
   }
   const commit = await revisionOf(core, doc);
+  // A cosign signature (tag sha256-<hex>.sig) is an artifact of an image, not an image: reads skip it.
+  const isSignature = !isIndex && (doc.layers ?? []).length > 0 && (doc.layers ?? []).every((l) => l.mediaType === "application/vnd.dev.cosign.simplesigning.v1+json");
   const put = await putBlob(core, bytes);
   try {
     tx(core.db, (t) => {
@@ -160,12 +189,12 @@ export async function putManifest(core: Core, repo: PackageRow, reference: strin
             packageId: repo.id,
             version: digest,
             versionKey: digest,
-            publisher: grant.subject,
-            publisherId: grant.operatorId,
+            publisher: pusher.subject,
+            publisherId: pusher.audit.operatorId,
             publishedAt: now,
             sizeBytes: size,
             digest: hex,
-            manifest: JSON.stringify({ mediaType, commit }),
+            manifest: JSON.stringify(isSignature ? { mediaType, commit, signature: true } : { mediaType, commit }),
           })
           .returning()
           .get();
@@ -179,21 +208,18 @@ export async function putManifest(core: Core, repo: PackageRow, reference: strin
       auditAllowed(
         core,
         t,
-        { actor: grant.actor, operatorId: grant.operatorId, via: grant.via, ip, context: grant.tokenId ? { token: grant.tokenId } : {} },
+        pusher.audit,
         "packages.publish",
         `image:${repo.name}@${digest}`,
         { project: project?.slug ?? null },
-        { op: "image.push", tag: isDigestRef ? null : reference },
+        { ...pusher.context, op: "image.push", tag: isDigestRef ? null : reference },
       );
     });
   } catch (e) {
     await discardBlob(core, put);
     throw e;
   }
-  return new Response(null, {
-    status: 201,
-    headers: { location: `/v2/${repo.name}/manifests/${digest}`, "docker-content-digest": digest, "content-length": "0", "docker-distribution-api-version": "registry/2.0" },
-  });
+  return digest;
 }
 
 /** Tags of a repository, sorted, paginated by `n` and `last` (exclusive) with a `Link` to the next page. */

@@ -23,6 +23,7 @@ import { ociUploads } from "./tables";
 import { ociError } from "./access";
 import { digestHex, linkBlob, linkedBlob, findRepository } from "./blobs";
 import type { RegistryGrant } from "./token";
+import { withKeyLock } from "../../../core/locks";
 
 type UploadRow = typeof ociUploads.$inferSelect;
 
@@ -33,21 +34,6 @@ export function uploadsDir(core: Core): string {
 function uploadFile(core: Core, id: string): string {
   if (!isUuid(id)) throw new Error("upload id is not a uuid");
   return path.join(uploadsDir(core), id);
-}
-
-/** Serialise work on one session (two PATCHes racing would interleave bytes). */
-async function locked<T>(core: Core, id: string, fn: () => Promise<T>): Promise<T> {
-  const key = "registries.upload-locks";
-  let locks = core.locals.get(key) as Map<string, Promise<unknown>> | undefined;
-  if (!locks) core.locals.set(key, (locks = new Map()));
-  const prev = locks.get(id) ?? Promise.resolve();
-  const run = prev.catch(() => undefined).then(fn);
-  locks.set(id, run);
-  try {
-    return await run;
-  } finally {
-    if (locks.get(id) === run) locks.delete(id);
-  }
 }
 
 function findUpload(core: Core, repo: PackageRow, id: string): UploadRow {
@@ -158,7 +144,7 @@ async function storeStream(core: Core, body: ReadableStream<Uint8Array>, hex: st
 
 /** PATCH: append a chunk (202), 416 when `Content-Range` does not continue where the session is. */
 export async function patchUpload(core: Core, repo: PackageRow, id: string, request: Request): Promise<Response> {
-  return locked(core, id, async () => {
+  return withKeyLock(core, "registries.uploads", id, async () => {
     const row = findUpload(core, repo, id);
     const cr = request.headers.get("content-range");
     if (cr !== null) {
@@ -202,7 +188,7 @@ export async function patchUpload(core: Core, repo: PackageRow, id: string, requ
 
 /** PUT `?digest=`: close the session with an optional last chunk; 201, or 400 DIGEST_INVALID (nothing kept). */
 export async function finishUpload(core: Core, repo: PackageRow, id: string, digest: string | undefined, request: Request): Promise<Response> {
-  return locked(core, id, async () => {
+  return withKeyLock(core, "registries.uploads", id, async () => {
     const row = findUpload(core, repo, id);
     if (!digest) throw ociError(400, "DIGEST_INVALID", "The closing PUT needs ?digest=sha256:…");
     const hex = digestHex(digest);
@@ -252,7 +238,7 @@ export function uploadStatus(core: Core, repo: PackageRow, id: string): Response
 
 /** DELETE on the upload URL: cancel (204). */
 export async function cancelUpload(core: Core, repo: PackageRow, id: string): Promise<Response> {
-  return locked(core, id, async () => {
+  return withKeyLock(core, "registries.uploads", id, async () => {
     const row = findUpload(core, repo, id);
     await dropUpload(core, row);
     return new Response(null, { status: 204, headers: { "docker-distribution-api-version": "registry/2.0" } });

@@ -14,6 +14,7 @@ import { findPackageByKey, type PackageRow } from "./claims";
 import { tagsOf } from "./publish";
 import type { ClaimRegistry } from "./names";
 import type { ImageRepoSummary, PackageDetailResponse, PackageSummary } from "./model";
+import { environmentsRunning } from "../../deployments/service";
 
 interface SummaryRow {
   id: number;
@@ -133,16 +134,18 @@ export function projectImages(core: Core, project: ProjectRef): ImageRepoSummary
     .orderBy(desc(packageVersions.publishedAt), desc(packageVersions.id))
     .all();
   for (const repo of repos) {
-    const v = newest.find((n) => n.packageId === repo.id);
+    // The newest image, not the newest signature artifact pushed beside it.
+    const v = newest.find((n) => n.packageId === repo.id && !(JSON.parse(n.manifest) as { signature?: boolean }).signature);
     if (!v) continue;
     const meta = JSON.parse(v.manifest) as { commit?: string };
+    const service = repo.name.slice(repo.name.indexOf("/") + 1);
     out.push({
       commit: meta.commit ?? "",
       digest: v.version,
-      environments: [],
+      environments: environmentsRunning(core, project.id, service, v.version),
       pushed_at: iso(v.publishedAt),
       repository: repo.name,
-      service: repo.name.slice(repo.name.indexOf("/") + 1),
+      service,
       size_bytes: v.sizeBytes,
     });
   }

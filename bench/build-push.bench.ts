@@ -1,0 +1,224 @@
+/**
+ * Push to a signed image: the time from `git push` (the real git CLI, to the built-in host of the
+ * compiled `ops serve`) until the build of the sample Node app is `healthy` — cloned, checked,
+ * built in the sandbox, scanned, packed, pushed into the embedded registry and signed — beside the
+ * same build commands run by hand in a plain `sh -c` (`npm ci` of two dependencies served as
+ * tarballs from loopback, then `npm run build`). Cold: a new service (empty dependency cache) and
+ * an empty npm cache by hand; warm: the next push of the same service and the hand side's cache
+ * reused. The ratio is ops's overhead; goal ≤ 1.3 warm. Rounds alternate sides; medians compared.
+ *
+ * Standalone: `bun bench/build-push.bench.ts [--rounds N]`; or `npm run bench -- build-push`.
+ */
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ensureBinary, type BenchContext } from "./lib";
+import { tarGz } from "./registry-seed";
+import { DEFAULT_PATH } from "../src/adapters/runtime/process";
+
+export const name = "build-push";
+export const description = "git push to a signed image of a small Node app (npm ci + build) through ops serve, cold and warm cache, vs the build commands in a plain shell";
+
+const BUILD = ["npm ci --no-audit --no-fund", "npm run build"];
+const EMAIL = "bench@ops.test";
+const PASSWORD = "bench-owner-password";
+
+function dependency(pkg: string): Uint8Array<ArrayBuffer> {
+  const code = Array.from({ length: 400 }, (_, i) => `exports.f${i} = (x) => x * ${i} + ${JSON.stringify(pkg)}.length;`).join("\n");
+  return tarGz({ "package/package.json": JSON.stringify({ name: pkg, version: "1.0.0", main: "index.js", license: "MIT" }), "package/index.js": code });
+}
+
+/** The sample app with a lockfile pointing at `base` for its two dependencies, and its ops.toml. */
+function appFiles(base: string, deps: Record<string, Uint8Array>): Record<string, string> {
+  const url = (pkg: string) => `${base}/${pkg}-1.0.0.tgz`;
+  const names = Object.keys(deps);
+  const integrity = (pkg: string) => `sha512-${createHash("sha512").update(deps[pkg]).digest("base64")}`;
+  return {
+    "ops.toml": `[services.web]\nbuild = ${JSON.stringify(BUILD)}\nstart = "node dist/server.js"\nport = 3000\noutput = "."\n`,
+    "package.json": JSON.stringify({ name: "bench-app", version: "1.0.0", dependencies: Object.fromEntries(names.map((n) => [n, url(n)])), scripts: { build: "node build.js" } }),
+    "package-lock.json": JSON.stringify({
+      name: "bench-app",
+      version: "1.0.0",
+      lockfileVersion: 3,
+      requires: true,
+      packages: {
+        "": { name: "bench-app", version: "1.0.0", dependencies: Object.fromEntries(names.map((n) => [n, url(n)])) },
+        ...Object.fromEntries(names.map((n) => [`node_modules/${n}`, { version: "1.0.0", resolved: url(n), integrity: integrity(n) }])),
+      },
+    }),
+    "build.js": `const fs = require("fs");\nfs.mkdirSync("dist", { recursive: true });\nconst parts = ${JSON.stringify(names)}.map((n) => Object.keys(require(n)).length);\nfs.writeFileSync("dist/server.js", "require('http').createServer((q, s) => s.end(" + JSON.stringify(JSON.stringify(parts)) + ")).listen(process.env.PORT)\\n");\n`,
+  };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+async function sh(argv: string[], cwd: string, env: Record<string, string>): Promise<void> {
+  const proc = Bun.spawn(argv, { cwd, env, stdout: "ignore", stderr: "pipe", stdin: "ignore" });
+  const err = await new Response(proc.stderr).text();
+  if ((await proc.exited) !== 0) throw new Error(`${argv.join(" ")} failed: ${err}`);
+}
+
+async function byHand(context: string, home: string): Promise<number> {
+  const started = performance.now();
+  for (const command of BUILD) await sh(["sh", "-c", command], context, { PATH: DEFAULT_PATH, HOME: home, CI: "true" });
+  return performance.now() - started;
+}
+
+interface Api {
+  base: string;
+  token: string;
+}
+
+async function call<T>(api: Api, method: string, p: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${api.base}${p}`, { method, headers: { authorization: `Bearer ${api.token}`, ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return (text ? JSON.parse(text) : null) as T;
+}
+
+interface BuildView {
+  id: number;
+  status: string;
+  cache_hit?: number | null;
+  error?: string | null;
+  finished_at?: string | null;
+  step_timings: Array<{ step: string; started_at: string; finished_at?: string | null }>;
+}
+
+/**
+ * Push main and wait for the build newer than `after` to end. The time is the build's own
+ * `finished_at` (the server's clock, the same machine's) minus the moment `git push` started, so
+ * the polling interval adds nothing; polls are 100 ms apart to stay out of the build's way.
+ */
+async function pushAndWait(api: Api, slug: string, work: string, gitEnv: Record<string, string>, after: number): Promise<{ ms: number; build: BuildView }> {
+  const pushedAt = Date.now();
+  const started = performance.now();
+  await sh(["git", "push", "-q", "origin", "main"], work, gitEnv);
+  for (;;) {
+    const [latest] = await call<BuildView[]>(api, "GET", `/api/v1/projects/${slug}/builds?limit=1`);
+    if (latest && latest.id > after && ["healthy", "failed", "cancelled"].includes(latest.status)) {
+      const ms = Date.parse(latest.finished_at!) - pushedAt;
+      if (latest.status !== "healthy") throw new Error(`build ${latest.id} ended ${latest.status}: ${latest.error}`);
+      return { ms, build: latest };
+    }
+    if (performance.now() - started > 300_000) throw new Error("the build did not finish within 5 minutes");
+    await Bun.sleep(100);
+  }
+}
+
+export async function run(_ctx?: BenchContext, rounds = 3): Promise<string> {
+  const binary = ensureBinary();
+  const root = mkdtempSync(path.join(tmpdir(), "ops-bench-push-"));
+  chmodSync(root, 0o755);
+  const deps = { "bench-left": dependency("bench-left"), "bench-right": dependency("bench-right") };
+  const tarballs = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      const m = /^\/(bench-(?:left|right))-1\.0\.0\.tgz$/.exec(new URL(req.url).pathname);
+      return m ? new Response(deps[m[1] as keyof typeof deps]) : new Response("not found", { status: 404 });
+    },
+  });
+  const files = appFiles(`http://127.0.0.1:${tarballs.port}`, deps);
+  const source = path.join(root, "source");
+  mkdirSync(source);
+  for (const [rel, text] of Object.entries(files)) writeFileSync(path.join(source, rel), text);
+
+  const portProbe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+  const port = portProbe.port as number;
+  portProbe.stop(true);
+  const ops = Bun.spawn([binary, "serve", "--data-dir", path.join(root, "data"), "--listen", `127.0.0.1:${port}`], {
+    cwd: root,
+    env: { ...process.env, OPS_BOOTSTRAP_EMAIL: EMAIL, OPS_BOOTSTRAP_PASSWORD: PASSWORD, OPS_INGRESS_LISTEN: "off", OPS_LOG_LEVEL: "warn" },
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  const base = `http://127.0.0.1:${port}`;
+  const gitHome = path.join(root, "git-home");
+  mkdirSync(gitHome);
+  const gitEnv = { PATH: DEFAULT_PATH, HOME: gitHome, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", GIT_AUTHOR_NAME: "Bench", GIT_AUTHOR_EMAIL: "bench@ops.test", GIT_COMMITTER_NAME: "Bench", GIT_COMMITTER_EMAIL: "bench@ops.test" };
+  const result = { ops: { cold: [] as number[], warm: [] as number[] }, hand: { cold: [] as number[], warm: [] as number[] } };
+  const steps = new Map<string, number[]>();
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        if ((await fetch(`${base}/readyz`)).status === 200) break;
+      } catch {
+        // Not listening yet.
+      }
+      if (Date.now() > deadline || ops.exitCode !== null) throw new Error("ops serve did not become ready");
+      await Bun.sleep(50);
+    }
+    const login = (await (await fetch(`${base}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: EMAIL, password: PASSWORD }) })).json()) as { token: string };
+    const api = { base, token: login.token };
+    for (let round = 0; round < rounds; round++) {
+      const slug = `bench${round}`;
+      await call(api, "POST", "/api/v1/projects", { slug, name: slug });
+      const repo = (await call<{ repo: string }>(api, "POST", `/api/v1/projects/${slug}/sources`, { repo: `${slug}/app` })).repo;
+      await call(api, "PUT", `/api/v1/projects/${slug}/resources/service/web`, { spec: { source: { repo }, port: 3000 } });
+      const work = path.join(root, `work${round}`);
+      cpSync(source, work, { recursive: true });
+      const remote = new URL(`${base}/git/${repo}.git`);
+      remote.username = "x";
+      remote.password = api.token;
+      await sh(["git", "init", "-q", "-b", "main"], work, gitEnv);
+      await sh(["git", "remote", "add", "origin", remote.toString()], work, gitEnv);
+      await sh(["git", "add", "-A"], work, gitEnv);
+      await sh(["git", "commit", "-q", "-m", "Bench app"], work, gitEnv);
+      const handHome = path.join(root, `hand-home-${round}`);
+      mkdirSync(handHome);
+      let last = 0;
+      for (const phase of ["cold", "warm"] as const) {
+        if (phase === "warm") {
+          writeFileSync(path.join(work, "CHANGES.md"), `round ${round}\n`);
+          await sh(["git", "add", "-A"], work, gitEnv);
+          await sh(["git", "commit", "-q", "-m", "A change"], work, gitEnv);
+        }
+        const sides = round % 2 === 0 ? (["ops", "hand"] as const) : (["hand", "ops"] as const);
+        for (const side of sides) {
+          if (side === "hand") {
+            const dir = path.join(root, `hand-${round}-${phase}`);
+            cpSync(source, dir, { recursive: true });
+            result.hand[phase].push(await byHand(dir, handHome));
+            continue;
+          }
+          const { ms, build } = await pushAndWait(api, slug, work, gitEnv, last);
+          last = build.id;
+          if (build.cache_hit !== (phase === "warm" ? 1 : 0)) throw new Error(`cache_hit ${build.cache_hit} on a ${phase} build`);
+          result.ops[phase].push(ms);
+          if (phase === "warm") {
+            for (const s of build.step_timings) {
+              if (!s.finished_at) continue;
+              const list = steps.get(s.step) ?? [];
+              list.push(new Date(s.finished_at).getTime() - new Date(s.started_at).getTime());
+              steps.set(s.step, list);
+            }
+          }
+        }
+      }
+    }
+  } finally {
+    if (ops.exitCode === null) ops.kill("SIGTERM");
+    await ops.exited;
+    tarballs.stop(true);
+    rmSync(root, { recursive: true, force: true });
+  }
+  const f = (ms: number) => `${Math.round(ms)} ms`;
+  const [ow, hw, oc, hc] = [median(result.ops.warm), median(result.hand.warm), median(result.ops.cold), median(result.hand.cold)];
+  const breakdown = [...steps.entries()].map(([s, xs]) => `${s} ${f(median(xs))}`).join(", ");
+  return (
+    `build-push: warm push→signed ${f(ow)}, shell ${f(hw)}, ratio ${(ow / hw).toFixed(2)} (goal ≤ 1.3); ` +
+    `cold push→signed ${f(oc)}, shell ${f(hc)}, ratio ${(oc / hc).toFixed(2)} ` +
+    `(npm ci of 2 loopback dependencies + npm run build; warm steps: ${breakdown}; median of ${rounds} alternating rounds)`
+  );
+}
+
+if (import.meta.main) {
+  const i = process.argv.indexOf("--rounds");
+  console.log(await run(undefined, i > 0 ? Number(process.argv[i + 1]) : 3));
+}

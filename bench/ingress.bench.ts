@@ -1,0 +1,122 @@
+/**
+ * Requests/s through ops's ingress to a sample app (bench/hello-server.ts), beside nginx and Caddy
+ * proxying the same app with their usual reverse-proxy settings (upstream keep-alive, the same
+ * X-Forwarded-* headers), and beside the app hit directly: same run, same load, rounds measured
+ * in alternation (median of 3) so a burst of load from elsewhere hits every side alike.
+ *
+ * The ingress runs in a child Bun process of its own (this file, `bun bench/ingress.bench.ts
+ * ingress <port> <app port>`), with a route table holding the app as one service, exactly as
+ * `ops serve` runs it: the compiled binary has no way to set routes until the deployments domain
+ * exists. nginx runs with one worker (its default); Caddy with Go's default of every core.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ROOT, assertNoErrors, type BenchContext, type LoadResult } from "./lib";
+
+export const name = "ingress";
+export const description = "proxying to a sample app: ops ingress vs nginx vs Caddy vs the app directly";
+
+const NGINX = "/usr/sbin/nginx";
+const CADDY = "/usr/bin/caddy";
+
+function nginxConf(dir: string, appPort: number): string {
+  return `daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream app { server 127.0.0.1:${appPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:__PORT__;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+    }
+  }
+}
+`;
+}
+
+function caddyfile(appPort: number): string {
+  return `{
+  admin off
+  auto_https off
+}
+http://127.0.0.1:__PORT__ {
+  bind 127.0.0.1
+  reverse_proxy 127.0.0.1:${appPort}
+}
+`;
+}
+
+/** Median round by throughput; errors summed over all rounds. */
+function median(rs: LoadResult[]): LoadResult {
+  const sorted = [...rs].sort((x, y) => x.requestsPerSec - y.requestsPerSec);
+  return { ...sorted[Math.floor(sorted.length / 2)], errors: rs.reduce((n, r) => n + r.errors, 0) };
+}
+
+export async function run(ctx: BenchContext): Promise<string> {
+  for (const bin of [NGINX, CADDY]) if (!(await Bun.file(bin).exists())) throw new Error(`${bin} is missing (apt-get install nginx caddy)`);
+  const dir = mkdtempSync(path.join(tmpdir(), "ops-bench-ingress-"));
+  try {
+    const app = await ctx.startServer([process.execPath, path.join(ROOT, "bench/hello-server.ts"), "{port}"], "/health");
+    const appPort = Number(new URL(app.url).port);
+    writeFileSync(path.join(dir, "nginx.tpl"), nginxConf(dir, appPort));
+    writeFileSync(path.join(dir, "Caddyfile.tpl"), caddyfile(appPort));
+    const fill = (tpl: string, out: string) => `sed "s/__PORT__/$1/" ${path.join(dir, tpl)} > ${path.join(dir, out)}`;
+    const ops = await ctx.startServer([process.execPath, import.meta.path, "ingress", "{port}", String(appPort)], "/health");
+    const nginx = await ctx.startServer(["/bin/sh", "-c", `${fill("nginx.tpl", "nginx.conf")} && exec ${NGINX} -p ${dir} -c ${path.join(dir, "nginx.conf")}`, "sh", "{port}"], "/health");
+    const caddy = await ctx.startServer(
+      ["/bin/sh", "-c", `${fill("Caddyfile.tpl", "Caddyfile")} && XDG_DATA_HOME=${dir} XDG_CONFIG_HOME=${dir} HOME=${dir} exec ${CADDY} run --config ${path.join(dir, "Caddyfile")} --adapter caddyfile`, "sh", "{port}"],
+      "/health",
+    );
+    const sides = { ops, nginx, caddy, direct: app } as const;
+    const seconds = Math.max(2, Math.round(ctx.load.duration / 3));
+    const rounds: Record<keyof typeof sides, LoadResult[]> = { ops: [], nginx: [], caddy: [], direct: [] };
+    for (let round = 0; round < 3; round++) {
+      for (const side of Object.keys(sides) as Array<keyof typeof sides>) rounds[side].push(await ctx.measure(`${sides[side].url}/health`, {}, seconds));
+    }
+    for (const s of [ops, nginx, caddy, app]) await s.stop();
+    const r = { ops: median(rounds.ops), nginx: median(rounds.nginx), caddy: median(rounds.caddy), direct: median(rounds.direct) };
+    assertNoErrors({ "ops ingress": r.ops, nginx: r.nginx, Caddy: r.caddy, app: r.direct });
+    const best = r.nginx.requestsPerSec >= r.caddy.requestsPerSec ? "nginx" : "Caddy";
+    const bestRps = Math.max(r.nginx.requestsPerSec, r.caddy.requestsPerSec);
+    const ratio = r.ops.requestsPerSec / bestRps;
+    return (
+      `ingress: ops ${r.ops.requestsPerSec} req/s, nginx ${r.nginx.requestsPerSec} req/s, Caddy ${r.caddy.requestsPerSec} req/s, app direct ${r.direct.requestsPerSec} req/s;` +
+      ` ops/${best} ${ratio.toFixed(2)} (goal >= 1.00: ${ratio >= 1 ? "met" : "not met"}), ops/direct ${(r.ops.requestsPerSec / r.direct.requestsPerSec).toFixed(2)}` +
+      ` (p50 ops ${r.ops.p50Ms.toFixed(2)} ms, nginx ${r.nginx.p50Ms.toFixed(2)} ms, Caddy ${r.caddy.p50Ms.toFixed(2)} ms, direct ${r.direct.p50Ms.toFixed(2)} ms;` +
+      ` ${ctx.load.connections} connections, ${ctx.load.threads} threads; median of 3 alternating rounds)`
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Child mode: the ingress alone, routing every host to the app on `appPort`. */
+async function serveIngress(port: number, appPort: number): Promise<void> {
+  const { createIngress } = await import("../src/adapters/ingress/ingress");
+  const ingress = createIngress();
+  ingress.setService({
+    service: { project: "bench", environment: "production", service: "hello" },
+    routes: [{ hosts: ["127.0.0.1", "localhost"] }],
+    upstreams: [{ host: "127.0.0.1", port: appPort }],
+  });
+  ingress.listen("127.0.0.1", port);
+  process.on("SIGTERM", () => void ingress.stop(1000).then(() => process.exit(0)));
+}
+
+if (import.meta.main && process.argv[2] === "ingress") await serveIngress(Number(process.argv[3]), Number(process.argv[4]));

@@ -1,0 +1,223 @@
+/**
+ * The container builder: a service with a `dockerfile` is built by `buildah` (Debian package
+ * `buildah`), daemonless and rootless — when ops runs as root, buildah runs as the host's
+ * `nobody` like the native sandbox, with `chroot` isolation and `vfs` storage, so it needs neither
+ * a daemon nor privileges. Without buildah on the PATH the build fails with `failure_kind: build`
+ * and "install buildah to build Dockerfiles".
+ *
+ * buildah writes the image as an OCI layout into the build's work dir; the builds domain pushes
+ * that layout into the embedded registry in-process, through the same path as a native image, so
+ * no registry credential is ever handed to a child process. The image carries the commit and
+ * repository labels, its timestamps are the commit's (`--timestamp`), non-secret build variables
+ * are build args and secret ones are `--secret id=NAME` files (for `RUN --mount=type=secret`),
+ * never build args, which images record. With a cache dir, buildah's storage lives there and
+ * `--layers` reuses unchanged layers on the next build of the service.
+ *
+ * RUN instructions of a rootless buildah need a subordinate uid range for its user in
+ * /etc/subuid; without one they fail, and the build log says so before the build starts.
+ */
+import { chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { secretMasker, DEFAULT_PATH } from "../runtime/process";
+import { memoryLimit, runLimited } from "./limits";
+import { dropPrivilegesArgv, handOver, hostIds, runsAsRoot, sandboxDir, unreachable, HOST_UNPRIVILEGED_ID } from "../sandbox/users";
+import type { BuildLine, BuildOutcome, BuildRunOptions, BuildVariable, StepTiming } from "./types";
+
+export const INSTALL_BUILDAH = "install buildah to build Dockerfiles";
+
+export interface ContainerBuildSpec {
+  /** The build context (absolute). */
+  contextDir: string;
+  /** The Dockerfile, relative to the context. */
+  dockerfile: string;
+  /** This build's scratch directory (absolute). */
+  workDir: string;
+  /** The service's layer cache (buildah's storage), or null. */
+  cacheDir: string | null;
+  variables: readonly BuildVariable[];
+  memoryMb: number;
+  stepTimeoutSecs: number;
+  commit: string;
+  /** Epoch ms: the image's timestamps. */
+  commitTime: number;
+  /** The repository (`org.opencontainers.image.source`). */
+  source: string;
+  /** PATH to find buildah (and setpriv) on; default the standard system PATH. */
+  toolPath?: string;
+}
+
+export interface LayoutBlob {
+  digest: string;
+  size: number;
+  file: string;
+}
+
+export interface ContainerImage {
+  manifest: { bytes: Uint8Array; digest: string; mediaType: string };
+  /** Config and layers, files in the OCI layout. */
+  blobs: LayoutBlob[];
+}
+
+export interface ContainerBuildOutcome extends BuildOutcome {
+  image: ContainerImage | null;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The user buildah runs as has a subordinate uid range (needed by RUN steps), as far as /etc/subuid says. */
+function hasSubordinateIds(): boolean {
+  const { uid } = hostIds();
+  let name = String(uid);
+  try {
+    const line = readFileSync("/etc/passwd", "utf8")
+      .split("\n")
+      .find((l) => l.split(":")[2] === String(uid));
+    if (line) name = line.split(":")[0];
+  } catch {
+    // No passwd: match by number only.
+  }
+  try {
+    return readFileSync("/etc/subuid", "utf8")
+      .split("\n")
+      .some((l) => l.split(":")[0] === name || l.split(":")[0] === String(uid));
+  } catch {
+    return false;
+  }
+}
+
+/** Read the image buildah wrote as an OCI layout (one manifest). */
+export function readLayout(layout: string): ContainerImage {
+  const index = JSON.parse(readFileSync(path.join(layout, "index.json"), "utf8")) as { manifests?: Array<{ digest: string; mediaType?: string }> };
+  const desc = index.manifests?.[0];
+  if (!desc || !/^sha256:[0-9a-f]{64}$/.test(desc.digest)) throw new Error("the OCI layout has no manifest");
+  const blobFile = (digest: string) => {
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new Error(`bad digest ${digest} in the OCI layout`);
+    const file = path.join(layout, "blobs", "sha256", digest.slice(7));
+    if (!existsSync(file)) throw new Error(`blob ${digest} is missing from the OCI layout`);
+    return file;
+  };
+  const bytes = new Uint8Array(readFileSync(blobFile(desc.digest)));
+  const doc = JSON.parse(new TextDecoder().decode(bytes)) as { mediaType?: string; config: { digest: string; size: number }; layers: Array<{ digest: string; size: number }> };
+  const blobs = [doc.config, ...doc.layers].map((d) => {
+    const file = blobFile(d.digest);
+    const size = statSync(file).size;
+    if (size !== d.size) throw new Error(`blob ${d.digest} is ${size} bytes, the manifest says ${d.size}`);
+    return { digest: d.digest, size, file };
+  });
+  return { manifest: { bytes, digest: desc.digest, mediaType: doc.mediaType ?? desc.mediaType ?? "application/vnd.oci.image.manifest.v1+json" }, blobs };
+}
+
+/** Build `spec.dockerfile` with buildah (see the file comment). Never throws for a failing build. */
+export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRunOptions): Promise<ContainerBuildOutcome> {
+  const now = opts.now ?? Date.now;
+  const mask = secretMasker(spec.variables.filter((v) => v.secret).map((v) => v.value));
+  const emit = (stream: BuildLine["stream"], level: BuildLine["level"], line: string) => opts.onLine({ step: "building", stream, level, line: mask(line) });
+  const timings: StepTiming[] = [];
+  const startedAt = now();
+  let memory: BuildOutcome["memory"] = "none";
+  const done = (status: BuildOutcome["status"], fields: Partial<ContainerBuildOutcome> = {}): ContainerBuildOutcome => {
+    timings.push({ step: "building", startedAt, finishedAt: now(), ok: status === "succeeded", ...(status === "succeeded" ? {} : { note: fields.failureKind ?? status }) });
+    if (fields.error) emit("ops", "error", fields.error);
+    return { status, failureKind: null, error: null, failedStep: status === "succeeded" ? null : "building", failedCommand: null, timedOut: false, timings, cacheHit: null, memory, image: null, ...fields };
+  };
+  opts.onStep?.("building");
+  if (opts.signal?.aborted) return done("cancelled", { error: "the build was cancelled" });
+  const searchPath = spec.toolPath ?? DEFAULT_PATH;
+  const buildah = Bun.which("buildah", { PATH: searchPath });
+  if (!buildah) return done("failed", { failureKind: "build", error: INSTALL_BUILDAH });
+  const setpriv = runsAsRoot() ? Bun.which("setpriv", { PATH: searchPath }) : null;
+  if (runsAsRoot() && !setpriv) return done("failed", { failureKind: "internal", error: "setpriv (util-linux) is not installed: a root ops drops to an unprivileged user before it starts buildah" });
+  const dockerfile = path.join(spec.contextDir, spec.dockerfile);
+  if (path.isAbsolute(spec.dockerfile) || spec.dockerfile.split(/[\\/]/).includes("..") || !existsSync(dockerfile) || !statSync(dockerfile).isFile()) {
+    return done("failed", { failureKind: "build", error: `the Dockerfile "${spec.dockerfile}" is not a file in the build context` });
+  }
+
+  const { sandboxed, root } = prepare(spec);
+  if (typeof sandboxed === "string") return done("failed", { failureKind: "internal", error: sandboxed });
+  if (!hasSubordinateIds()) {
+    emit("ops", "warn", `no subordinate uid range for uid ${hostIds().uid} in /etc/subuid: RUN instructions will fail (usermod --add-subuids 100000-165535 --add-subgids 100000-165535 <user>)`);
+  }
+  const limit = memoryLimit(spec.memoryMb, `ops-build-${path.basename(spec.workDir)}-${process.pid}-${Date.now().toString(36)}`);
+  memory = limit.memory;
+  emit("ops", limit.line.level, limit.line.text);
+  const tag = `localhost/ops-build-${path.basename(spec.workDir).replace(/[^a-z0-9_.-]/g, "-")}:latest`;
+  const global = [buildah, "--root", root, "--runroot", path.join(spec.workDir, "runroot"), "--storage-driver", "vfs"];
+  const bud = [...global, "bud", "--isolation", "chroot", "--format", "oci", "--timestamp", String(Math.floor(spec.commitTime / 1000))];
+  if (spec.cacheDir) bud.push("--layers");
+  bud.push("--label", `org.opencontainers.image.revision=${spec.commit}`, "--label", `org.opencontainers.image.source=${spec.source}`, "--label", "dev.ops.runtime=container");
+  for (const v of spec.variables) {
+    if (!ENV_NAME.test(v.name)) continue;
+    if (v.secret) bud.push("--secret", `id=${v.name},src=${writeSecret(spec.workDir, v)}`);
+    else bud.push("--build-arg", `${v.name}=${v.value}`);
+  }
+  bud.push("-f", dockerfile, "-t", tag, spec.contextDir);
+  const layout = sandboxDir(path.join(spec.workDir, "layout"));
+  const steps: Array<{ label: string; argv: string[]; optional?: boolean }> = [
+    { label: `buildah bud -f ${spec.dockerfile}`, argv: bud },
+    { label: "buildah push (OCI layout)", argv: [...global, "push", "--format", "oci", tag, `oci:${layout}:latest`] },
+    { label: "buildah rmi", argv: [...global, "rmi", tag], optional: true },
+  ];
+  const deadline = Date.now() + spec.stepTimeoutSecs * 1000;
+  try {
+    for (const s of steps) {
+      emit("ops", "info", `$ ${s.label}`);
+      const verdict = await runLimited({
+        command: s.label,
+        argv: setpriv ? [...dropPrivilegesArgv(setpriv), ...s.argv] : s.argv,
+        env: sandboxed,
+        cwd: spec.workDir,
+        deadline,
+        cgroup: limit.cgroup,
+        signal: opts.signal,
+        onLine: (stream, line) => emit(stream, stream === "stdout" ? "info" : "warn", line),
+      });
+      if (verdict.kind === "ok" || s.optional) continue;
+      if (verdict.kind === "cancelled") return done("cancelled", { error: "the build was cancelled" });
+      if (verdict.kind === "memory") return done("failed", { failureKind: "memory", failedCommand: s.label, error: `${s.label} ran out of memory (limit ${spec.memoryMb} MiB)` });
+      if (verdict.kind === "timeout") return done("failed", { failureKind: "build", failedCommand: s.label, timedOut: true, error: `the build step timed out after ${spec.stepTimeoutSecs}s (in ${s.label})` });
+      return done("failed", { failureKind: "build", failedCommand: s.label, error: `${s.label} ${verdict.why}` });
+    }
+    let image: ContainerImage;
+    try {
+      image = readLayout(layout);
+    } catch (e) {
+      return done("failed", { failureKind: "internal", error: `buildah's output could not be read: ${(e as Error).message}` });
+    }
+    return done("succeeded", { image });
+  } finally {
+    await limit.cgroup?.remove();
+  }
+}
+
+/** Directories and environment of the buildah process; a string when they cannot be set up. */
+function prepare(spec: ContainerBuildSpec): { sandboxed: Record<string, string> | string; root: string } {
+  mkdirSync(spec.workDir, { recursive: true, mode: 0o711 });
+  const root = spec.cacheDir ? path.join(spec.cacheDir, "buildah") : path.join(spec.workDir, "storage");
+  if (spec.cacheDir) {
+    mkdirSync(spec.cacheDir, { recursive: true, mode: 0o700 });
+    handOver(spec.cacheDir);
+  }
+  for (const dir of [spec.contextDir, path.join(spec.workDir, "home"), root]) {
+    const blocked = unreachable(dir);
+    if (blocked) return { sandboxed: `the build user (uid ${HOST_UNPRIVILEGED_ID}) cannot reach ${dir}: ${blocked} is not searchable by it (chmod o+x ${blocked})`, root };
+  }
+  handOver(spec.contextDir, { force: true });
+  sandboxDir(root);
+  sandboxDir(path.join(spec.workDir, "runroot"));
+  const home = sandboxDir(path.join(spec.workDir, "home"));
+  const xdg = sandboxDir(path.join(spec.workDir, "xdg"));
+  const tmp = sandboxDir(path.join(spec.workDir, "tmp"));
+  return {
+    root,
+    sandboxed: { PATH: DEFAULT_PATH, HOME: home, XDG_RUNTIME_DIR: xdg, TMPDIR: tmp, LANG: "C.UTF-8", BUILDAH_ISOLATION: "chroot" },
+  };
+}
+
+/** A secret build variable as a file for `--secret id=NAME,src=FILE` (0600, the build user's). */
+function writeSecret(workDir: string, v: BuildVariable): string {
+  const dir = sandboxDir(path.join(workDir, "secrets"));
+  const file = path.join(dir, v.name);
+  writeFileSync(file, v.value, { mode: 0o600 });
+  if (runsAsRoot()) chownSync(file, HOST_UNPRIVILEGED_ID, HOST_UNPRIVILEGED_ID);
+  return file;
+}

@@ -1,0 +1,64 @@
+/**
+ * What both builders do around one command: put it under the build's memory cgroup, stop it at
+ * the step's deadline or on cancel (the whole process tree, through the process group and the
+ * cgroup), and tell an OOM kill, a timeout, a cancel and a failing exit apart.
+ */
+import { startCommand } from "../runtime/process";
+import { createMemoryCgroup, joinArgv, type MemoryCgroup } from "../sandbox/cgroups";
+import type { MemoryEnforcement } from "./types";
+
+export interface MemorySetup {
+  cgroup: MemoryCgroup | null;
+  memory: MemoryEnforcement;
+  /** The build log's line about the limit: a limit that is not enforced is said, never silent. */
+  line: { level: "info" | "warn"; text: string };
+}
+
+/** A memory cgroup for one build (`name` unique), or the reason there is none. */
+export function memoryLimit(memoryMb: number, name: string): MemorySetup {
+  if (memoryMb <= 0) return { cgroup: null, memory: "none", line: { level: "info", text: "no memory limit is set for builds" } };
+  const attempt = createMemoryCgroup(name.replace(/[^A-Za-z0-9._-]/g, "_"), memoryMb * 1024 * 1024);
+  if (!attempt.cgroup) return { cgroup: null, memory: "not enforced", line: { level: "warn", text: `memory limit ${memoryMb} MiB is NOT enforced: ${attempt.reason}` } };
+  const v = attempt.cgroup.version;
+  return { cgroup: attempt.cgroup, memory: v === 2 ? "cgroup2" : "cgroup1", line: { level: "info", text: `memory limit ${memoryMb} MiB (cgroup v${v})` } };
+}
+
+export type Verdict = { kind: "ok" } | { kind: "memory" | "timeout" | "cancelled" | "exit"; why: string };
+
+export interface LimitedCommand {
+  /** What the command is called in messages. */
+  command: string;
+  argv: readonly string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** Epoch ms by which it must have finished. */
+  deadline: number;
+  cgroup: MemoryCgroup | null;
+  signal?: AbortSignal;
+  onLine(stream: "stdout" | "stderr", line: string): void;
+}
+
+/** Run one command under the build's limits and say how it ended. */
+export async function runLimited(c: LimitedCommand): Promise<Verdict> {
+  if (c.signal?.aborted) return { kind: "cancelled", why: "cancelled before it started" };
+  const running = startCommand({
+    command: c.cgroup ? [...joinArgv(c.cgroup), ...c.argv] : c.argv,
+    cwd: c.cwd,
+    env: c.env,
+    timeoutMs: Math.max(1, c.deadline - Date.now()),
+    onLine: c.onLine,
+  });
+  const abort = () => running.stop(1000);
+  c.signal?.addEventListener("abort", abort);
+  try {
+    const res = await running.done;
+    c.cgroup?.killAll();
+    if (c.cgroup?.oomKilled()) return { kind: "memory", why: "ran out of memory" };
+    if (c.signal?.aborted) return { kind: "cancelled", why: "cancelled: the process tree was killed" };
+    if (res.timedOut) return { kind: "timeout", why: "timed out" };
+    if (res.exitCode !== 0) return { kind: "exit", why: res.signal ? `was killed by ${res.signal}` : `exited with code ${res.exitCode}` };
+    return { kind: "ok" };
+  } finally {
+    c.signal?.removeEventListener("abort", abort);
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * The native builder: runs a service's `check` and `build` commands with `sh -c`, one after the
+ * other, inside the bubblewrap sandbox (src/adapters/sandbox/) as user 1000, with the service's build
+ * variables as the whole environment, a memory limit through cgroups (sandbox/cgroups.ts), a time limit per
+ * step and the service's dependency cache mounted at the package managers' cache paths
+ * (cache.ts). Output goes line by line, masked, to `onLine`; the outcome names the step that
+ * failed and why, in the spec's `failure_kind` vocabulary. On success it names the directory to
+ * pack into the image.
+ *
+ * The build context is mounted at /app, the image's working directory, so paths a build bakes in
+ * stay valid when the image runs; like a container build context, nothing outside it is visible.
+ */
+import { existsSync, mkdirSync, realpathSync, statSync } from "node:fs";
+import path from "node:path";
+import { secretMasker, DEFAULT_PATH } from "../runtime/process";
+import type { MemoryCgroup } from "../sandbox/cgroups";
+import { memoryLimit, runLimited } from "./limits";
+import { CACHE_MOUNTS, prepareCache, snapshotCache, cacheUse, type CacheSnapshot } from "./cache";
+import { findSandboxTools, handOver, sandboxDir, unreachable, writePasswd, HOST_UNPRIVILEGED_ID, SANDBOX_HOME } from "../sandbox/users";
+import { sandboxArgv, type Mount } from "../sandbox/bwrap";
+import type { BuildLine, BuildRunOptions, BuilderStep, MemoryEnforcement, NativeBuildOutcome, NativeBuildSpec, StepTiming } from "./types";
+
+/** Where the build context is mounted inside the sandbox: the image's WorkingDir. */
+export const SANDBOX_APP = "/app";
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The environment a build's commands see: a fixed base, then the service's build variables. */
+export function buildEnvironment(spec: Pick<NativeBuildSpec, "variables">): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: DEFAULT_PATH,
+    HOME: SANDBOX_HOME,
+    USER: "build",
+    LOGNAME: "build",
+    TMPDIR: "/tmp",
+    LANG: "C.UTF-8",
+    CI: "true",
+  };
+  for (const v of spec.variables) if (ENV_NAME.test(v.name)) env[v.name] = v.value;
+  return env;
+}
+
+function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+}
+
+/** The output directory (absolute, real path), or why it is not acceptable. */
+export function resolveOutput(contextDir: string, output: string): string | { error: string } {
+  const lexical = outputPathError(output);
+  if (lexical) return { error: lexical };
+  const target = path.join(contextDir, output);
+  if (!existsSync(target)) return { error: `the output directory "${output}" does not exist after the build` };
+  const real = realpathSync(target);
+  if (!isInside(real, realpathSync(contextDir))) return { error: `the output directory "${output}" leads outside the build context` };
+  if (!statSync(real).isDirectory()) return { error: `the output "${output}" is not a directory` };
+  return real;
+}
+
+function outputPathError(output: string): string | null {
+  if (path.isAbsolute(output) || output.split(/[\\/]/).includes("..")) return `the output directory "${output}" must be a relative path inside the build context`;
+  return null;
+}
+
+interface Run {
+  spec: NativeBuildSpec;
+  opts: BuildRunOptions;
+  now: () => number;
+  mask: (line: string) => string;
+  timings: StepTiming[];
+  cgroup: MemoryCgroup | null;
+  memory: MemoryEnforcement;
+  cacheBefore: CacheSnapshot | null;
+}
+
+function emit(run: Run, step: BuilderStep, stream: BuildLine["stream"], level: BuildLine["level"], line: string): void {
+  run.opts.onLine({ step, stream, level, line: run.mask(line) });
+}
+
+function outcome(run: Run, fields: Partial<NativeBuildOutcome> & Pick<NativeBuildOutcome, "status">): NativeBuildOutcome {
+  let cacheHit: number | null = null;
+  if (run.cacheBefore && run.spec.cacheDir) cacheHit = cacheUse(run.cacheBefore, snapshotCache(run.spec.cacheDir)).hit;
+  return {
+    failureKind: null,
+    error: null,
+    failedStep: null,
+    failedCommand: null,
+    timedOut: false,
+    outputDir: null,
+    ...fields,
+    timings: run.timings,
+    cacheHit,
+    memory: run.memory,
+  };
+}
+
+/** Set up the work dir, sandbox mounts and memory limit; a string is why the build cannot start. */
+function prepare(run: Run): { argvFor(command: string): string[]; env: Record<string, string> } | string {
+  const { spec } = run;
+  const tools = findSandboxTools(spec.toolPath);
+  if (typeof tools === "string") return tools;
+  if (!existsSync(spec.contextDir) || !statSync(spec.contextDir).isDirectory()) return `the build context ${spec.contextDir} is not a directory`;
+  mkdirSync(spec.workDir, { recursive: true, mode: 0o711 });
+  if (spec.cacheDir) {
+    prepareCache(spec.cacheDir);
+    handOver(spec.cacheDir);
+    for (const m of CACHE_MOUNTS) handOver(path.join(spec.cacheDir, m.name));
+  }
+  for (const dir of [spec.contextDir, path.join(spec.workDir, "home"), ...(spec.cacheDir ? [path.join(spec.cacheDir, CACHE_MOUNTS[0].name, "x")] : [])]) {
+    const blocked = unreachable(dir);
+    if (blocked) return `the sandbox user (uid ${HOST_UNPRIVILEGED_ID}) cannot reach ${dir}: ${blocked} is not searchable by it (chmod o+x ${blocked})`;
+  }
+  const home = sandboxDir(path.join(spec.workDir, "home"));
+  const tmp = sandboxDir(path.join(spec.workDir, "tmp"));
+  const passwd = writePasswd(path.join(spec.workDir, "etc"));
+  handOver(spec.contextDir, { force: true });
+  const mounts: Mount[] = [
+    { host: spec.contextDir, inside: SANDBOX_APP },
+    { host: home, inside: SANDBOX_HOME },
+    { host: tmp, inside: "/tmp" },
+  ];
+  if (spec.cacheDir) {
+    for (const m of CACHE_MOUNTS) mounts.push({ host: path.join(spec.cacheDir, m.name), inside: path.posix.join(SANDBOX_HOME, m.inside) });
+    run.cacheBefore = snapshotCache(spec.cacheDir);
+  }
+  const first: BuilderStep = spec.checks.length > 0 ? "checks" : "building";
+  const limit = memoryLimit(spec.memoryMb, `ops-build-${path.basename(spec.workDir)}-${process.pid}-${Date.now().toString(36)}`);
+  run.cgroup = limit.cgroup;
+  run.memory = limit.memory;
+  emit(run, first, "ops", limit.line.level, limit.line.text);
+  for (const v of spec.variables) if (!ENV_NAME.test(v.name)) emit(run, first, "ops", "warn", `build variable "${v.name}" is not a valid environment variable name; left out`);
+  const env = buildEnvironment(spec);
+  const sandboxOpts = { mounts, chdir: SANDBOX_APP, hide: spec.hide, passwd, hostname: "ops-build", user: "namespaced" as const };
+  return {
+    env,
+    argvFor: (command) => sandboxArgv(tools, sandboxOpts, ["sh", "-c", command]),
+  };
+}
+
+/** Run one step's commands; null when they all succeeded, else the failed outcome. */
+async function runStep(run: Run, step: BuilderStep, commands: readonly string[], setup: { argvFor(c: string): string[]; env: Record<string, string> }): Promise<NativeBuildOutcome | null> {
+  const { spec, opts } = run;
+  opts.onStep?.(step);
+  const startedAt = run.now();
+  const deadline = Date.now() + spec.stepTimeoutSecs * 1000;
+  const finish = (ok: boolean, note?: string) => run.timings.push({ step, startedAt, finishedAt: run.now(), ok, ...(note ? { note } : {}) });
+  const kind = step === "checks" ? "checks" : "build";
+  for (const command of commands) {
+    if (opts.signal?.aborted) {
+      finish(false, "cancelled");
+      return outcome(run, { status: "cancelled", failedStep: step, error: "the build was cancelled" });
+    }
+    emit(run, step, "ops", "info", `$ ${command}`);
+    const verdict = await runLimited({
+      command,
+      argv: setup.argvFor(command),
+      env: setup.env,
+      cwd: spec.workDir,
+      deadline,
+      cgroup: run.cgroup,
+      signal: opts.signal,
+      onLine: (stream, line) => emit(run, step, stream, stream === "stdout" ? "info" : "warn", line),
+    });
+    if (verdict.kind === "ok") continue;
+    const shown = run.mask(command);
+    if (verdict.kind === "cancelled") {
+      emit(run, step, "ops", "error", verdict.why);
+      finish(false, "cancelled");
+      return outcome(run, { status: "cancelled", failedStep: step, failedCommand: shown, error: "the build was cancelled" });
+    }
+    const error =
+      verdict.kind === "memory"
+        ? `"${shown}" ran out of memory (limit ${spec.memoryMb} MiB)`
+        : verdict.kind === "timeout"
+          ? `the ${step === "checks" ? "checks" : "build"} step timed out after ${spec.stepTimeoutSecs}s (in "${shown}")`
+          : `"${shown}" ${verdict.why}`;
+    emit(run, step, "ops", "error", error);
+    finish(false, verdict.kind === "exit" ? verdict.why : verdict.kind);
+    return outcome(run, { status: "failed", failureKind: verdict.kind === "memory" ? "memory" : kind, failedStep: step, failedCommand: shown, timedOut: verdict.kind === "timeout", error });
+  }
+  finish(true);
+  return null;
+}
+
+/**
+ * Run a native build (see the file comment). Never throws for a failing build: the outcome says
+ * what happened; `internal` means the sandbox could not run at all.
+ */
+export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOptions): Promise<NativeBuildOutcome> {
+  const run: Run = {
+    spec,
+    opts,
+    now: opts.now ?? Date.now,
+    mask: secretMasker(spec.variables.filter((v) => v.secret).map((v) => v.value)),
+    timings: [],
+    cgroup: null,
+    memory: "none",
+    cacheBefore: null,
+  };
+  const first: BuilderStep = spec.checks.length > 0 ? "checks" : "building";
+  try {
+    if (opts.signal?.aborted) return outcome(run, { status: "cancelled", failedStep: first, error: "the build was cancelled" });
+    const badOutput = outputPathError(spec.output || ".");
+    if (badOutput) {
+      emit(run, first, "ops", "error", badOutput);
+      return outcome(run, { status: "failed", failureKind: "build", failedStep: first, error: badOutput });
+    }
+    let setup;
+    try {
+      setup = prepare(run);
+    } catch (e) {
+      setup = `the build sandbox could not be prepared: ${(e as Error).message}`;
+    }
+    if (typeof setup === "string") {
+      emit(run, first, "ops", "error", setup);
+      return outcome(run, { status: "failed", failureKind: "internal", failedStep: first, error: setup });
+    }
+    if (spec.checks.length > 0) {
+      const failed = await runStep(run, "checks", spec.checks, setup);
+      if (failed) return failed;
+    }
+    const failed = await runStep(run, "building", spec.build, setup);
+    if (failed) return failed;
+    const out = resolveOutput(spec.contextDir, spec.output || ".");
+    if (typeof out !== "string") {
+      emit(run, "building", "ops", "error", out.error);
+      return outcome(run, { status: "failed", failureKind: "build", failedStep: "building", error: out.error });
+    }
+    return outcome(run, { status: "succeeded", outputDir: out });
+  } finally {
+    await run.cgroup?.remove();
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Running the system `git` for the built-in host. Every child gets an explicit environment —
+ * nothing of the server's own (OPS_SECRETS_KEY never reaches git or a hook) — with the user's and
+ * the system's git configuration switched off, so only what ops sets applies: hooks from ops's own
+ * hooks directory, pushes capped at `OPS_GIT_MAX_PUSH_BYTES`, objects checked on receive.
+ */
+import path from "node:path";
+import { OpsError } from "../../../core/errors";
+
+/** A PATH that does not depend on the server's own environment. */
+const PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+export interface GitEnvOptions {
+  /** `<dataDir>/git`. */
+  root: string;
+  maxPushBytes: number;
+  /** Extra variables (CGI variables, a temporary index …). */
+  extra?: Record<string, string>;
+}
+
+/** The environment of every git child ops starts. */
+export function gitEnv(opts: GitEnvOptions): Record<string, string> {
+  const config: Array<[string, string]> = [
+    ["core.hooksPath", hooksDir(opts.root)],
+    ["receive.maxInputSize", String(opts.maxPushBytes)],
+    ["receive.fsckObjects", "true"],
+    ["http.receivepack", "true"],
+    ["http.uploadpack", "true"],
+    ["uploadpack.allowFilter", "true"],
+    ["core.logAllRefUpdates", "false"],
+    ["gc.auto", "0"],
+  ];
+  const env: Record<string, string> = {
+    PATH,
+    HOME: opts.root,
+    LANG: "C",
+    LC_ALL: "C",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_COUNT: String(config.length),
+  };
+  config.forEach(([k, v], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = k;
+    env[`GIT_CONFIG_VALUE_${i}`] = v;
+  });
+  return { ...env, ...opts.extra };
+}
+
+/** Where ops keeps the hooks every built-in repository runs. */
+export function hooksDir(root: string): string {
+  return path.join(root, ".hooks");
+}
+
+export interface GitResult {
+  stdout: Uint8Array;
+  stderr: string;
+  exitCode: number;
+}
+
+/** The output of one git command as text. */
+export function text(r: GitResult): string {
+  return Buffer.from(r.stdout).toString("utf8");
+}
+
+/**
+ * Run `git <args>` against `gitDir` (a bare repository) and collect its output. `okCodes` are
+ * the exit codes that are answers, not failures (merge-tree's 1 = conflicts); any other code is an
+ * internal error carrying git's message in the log only.
+ */
+export async function git(
+  env: Record<string, string>,
+  gitDir: string,
+  args: string[],
+  opts: { input?: Uint8Array | string; okCodes?: number[]; cwd?: string } = {},
+): Promise<GitResult> {
+  const proc = Bun.spawn(["git", `--git-dir=${gitDir}`, ...args], {
+    env,
+    cwd: opts.cwd ?? gitDir,
+    stdin: opts.input === undefined ? "ignore" : typeof opts.input === "string" ? Buffer.from(opts.input) : opts.input,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).bytes(), new Response(proc.stderr).text(), proc.exited]);
+  if (!(opts.okCodes ?? [0]).includes(exitCode)) {
+    throw new OpsError("internal", "The git host could not complete the operation.", undefined, {
+      cause: new Error(`git ${args.join(" ")} exited ${exitCode}: ${stderr.trim().slice(0, 2000)}`),
+    });
+  }
+  return { stdout, stderr, exitCode };
+}

@@ -1,0 +1,118 @@
+/**
+ * Where built-in repositories live and what they may be called. A repository is the bare
+ * directory `<dataDir>/git/<owner>/<name>.git`, where the owner is a project slug. Both halves are
+ * checked against strict patterns before any path is built, and the result is checked to sit
+ * inside `git/`, so no name reaches another place on disk.
+ */
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { OpsError } from "../../../core/errors";
+import { git, gitEnv, hooksDir } from "./git";
+
+/** Project slugs (the owners of built-in repositories). */
+export const OWNER_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
+/** Repository names: letters, digits, `.`, `_`, `-`; not starting with `.`, no `..`, not ending in `.git`. */
+export const NAME_RE = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
+
+export const DEFAULT_BRANCH = "main";
+
+/** `owner/name` split and checked; null when it is not a built-in repository name. */
+export function parseRepoName(full: string): { owner: string; name: string } | null {
+  const parts = full.split("/");
+  if (parts.length !== 2) return null;
+  let [owner, name] = parts as [string, string];
+  if (name.endsWith(".git")) name = name.slice(0, -4);
+  if (!OWNER_RE.test(owner) || !NAME_RE.test(name) || name.includes("..") || name.toLowerCase().endsWith(".git")) return null;
+  return { owner, name };
+}
+
+/** The bare repository's directory, or null for a name that is not valid. Never outside `root`. */
+export function repoDir(root: string, full: string): string | null {
+  const parsed = parseRepoName(full);
+  if (!parsed) return null;
+  const dir = path.resolve(root, parsed.owner, `${parsed.name}.git`);
+  if (!dir.startsWith(path.resolve(root) + path.sep)) return null;
+  return dir;
+}
+
+/** The directory of an existing repository; 404 otherwise. */
+export function existingRepoDir(root: string, full: string): string {
+  const dir = repoDir(root, full);
+  if (!dir || !existsSync(path.join(dir, "HEAD"))) throw new OpsError("not_found", `No repository ${full} on the git host.`);
+  return dir;
+}
+
+/** The default branch a bare repository's HEAD names. */
+export function defaultBranchOf(dir: string): string {
+  try {
+    const head = readFileSync(path.join(dir, "HEAD"), "utf8").trim();
+    const m = /^ref: refs\/heads\/(.+)$/.exec(head);
+    return m ? m[1]! : DEFAULT_BRANCH;
+  } catch {
+    return DEFAULT_BRANCH;
+  }
+}
+
+/** Every repository on disk, as `owner/name`, sorted. */
+export function listRepoNames(root: string): string[] {
+  const out: string[] = [];
+  if (!existsSync(root)) return out;
+  for (const owner of readdirSync(root, { withFileTypes: true })) {
+    if (!owner.isDirectory() || !OWNER_RE.test(owner.name)) continue;
+    for (const r of readdirSync(path.join(root, owner.name), { withFileTypes: true })) {
+      if (!r.isDirectory() || !r.name.endsWith(".git")) continue;
+      const full = `${owner.name}/${r.name.slice(0, -4)}`;
+      if (parseRepoName(full) && existsSync(path.join(root, owner.name, r.name, "HEAD"))) out.push(full);
+    }
+  }
+  return out.sort();
+}
+
+/**
+ * Create the bare repository (default branch `main`) when it does not exist. Built in a temp
+ * directory and renamed into place, so a half-made repository is never visible.
+ */
+export async function initRepo(root: string, full: string, maxPushBytes: number): Promise<string> {
+  const dir = repoDir(root, full);
+  if (!dir) throw new OpsError("validation_failed", `"${full}" is not a repository name of the git host.`, { fields: [{ path: "repo", message: "not an owner/repo name" }] });
+  if (existsSync(path.join(dir, "HEAD"))) return dir;
+  mkdirSync(path.dirname(dir), { recursive: true });
+  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
+  const env = gitEnv({ root, maxPushBytes });
+  const proc = Bun.spawn(["git", "init", "--bare", "--quiet", `--initial-branch=${DEFAULT_BRANCH}`, tmp], { env, stdout: "ignore", stderr: "pipe" });
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw new OpsError("internal", "The git host could not create the repository.", undefined, { cause: new Error(stderr) });
+  }
+  // The sample hooks are never run (hooks come from ops's own directory); drop the noise.
+  rmSync(path.join(tmp, "hooks"), { recursive: true, force: true });
+  await git(env, tmp, ["config", "core.logAllRefUpdates", "false"]);
+  try {
+    renameSync(tmp, dir);
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    if (!existsSync(path.join(dir, "HEAD"))) throw e;
+  }
+  return dir;
+}
+
+/**
+ * The post-receive hook every built-in repository runs: it appends the ref updates git hands it
+ * (`<old> <new> <ref>` lines) to the file the receiving request named, so ops reports exactly the
+ * refs this push wrote, after they were written.
+ */
+const POST_RECEIVE = `#!/bin/sh
+# Written by ops: report the updated refs to the request that received this push.
+if [ -n "$OPS_PUSH_LOG" ]; then cat >> "$OPS_PUSH_LOG"; else cat > /dev/null; fi
+exit 0
+`;
+
+/** Write ops's hooks directory (at every start, so an upgrade replaces old hooks). */
+export function installHooks(root: string): void {
+  const dir = hooksDir(root);
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const hook = path.join(dir, "post-receive");
+  writeFileSync(hook, POST_RECEIVE, { mode: 0o755 });
+  chmodSync(hook, 0o755);
+}

@@ -1,0 +1,44 @@
+/**
+ * The ingress of a Core: one per server, created on first use so the deployments domain can set
+ * routes whether or not the listener runs (`OPS_INGRESS_LISTEN=off`). `ops serve` starts and
+ * drains the listener (src/serve.ts).
+ */
+import type { Core } from "../../core/core";
+import { createIngress, type Ingress } from "./ingress";
+
+export { createIngress, type Ingress, type IngressAddress, type IngressOptions } from "./ingress";
+export { defaultHost, normaliseHost, serviceKey, type ServiceEntry, type ServiceRef, type ServiceRoute, type Upstream, type RouteConflict } from "./table";
+
+const KEY = "ingress";
+
+/** The Core's ingress (its route table, and its listener once `ops serve` started it). */
+export function ingressOf(core: Core): Ingress {
+  let ingress = core.locals.get(KEY) as Ingress | undefined;
+  if (!ingress) {
+    ingress = createIngress({ log: core.log.child({ component: "ingress" }) });
+    core.locals.set(KEY, ingress);
+  }
+  return ingress;
+}
+
+/**
+ * Start the ingress listener on `core.config.ingressListen` (null: off). A port that cannot be
+ * bound is logged as an error and ops serves on without it: the API, the console and the registry
+ * stay up, and the error says which setting to change.
+ */
+export function startIngress(core: Core): Ingress | null {
+  const listen = core.config.ingressListen;
+  if (!listen) {
+    core.log.info("the ingress is off (OPS_INGRESS_LISTEN=off)");
+    return null;
+  }
+  const ingress = ingressOf(core);
+  try {
+    const addr = ingress.listen(listen.host, listen.port);
+    core.log.info("the ingress is serving", { listen: addr.url });
+    return ingress;
+  } catch (e) {
+    core.log.error("the ingress could not listen; services are not reachable through it", { listen: `${listen.host}:${listen.port}`, err: (e as Error).message, setting: "OPS_INGRESS_LISTEN" });
+    return null;
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * The ingress's own answers, as small HTML pages a person reading them in a browser understands:
+ * 404 for a host no service answers, 502 naming the service when none of its replicas answered.
+ */
+import type { ServiceRef } from "./table";
+
+function escape(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}
+
+function page(status: number, title: string, body: string): Response {
+  const html =
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">` +
+    `<title>${status} ${escape(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#222}` +
+    `h1{font-size:1.4rem}code{background:#f2f2f2;padding:0 .25rem;border-radius:3px}footer{margin-top:2rem;color:#777;font-size:.85rem}</style></head>` +
+    `<body><h1>${status} ${escape(title)}</h1>${body}<footer>ops ingress</footer></body></html>`;
+  return new Response(html, { status, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+}
+
+/** 404: no service is routed for this host (and path). */
+export function notRoutedPage(host: string, path: string): Response {
+  return page(
+    404,
+    "Not Found",
+    host
+      ? `<p>No service answers <code>${escape(host)}${escape(path === "/" ? "" : path)}</code> on this server.</p><p>Check the domain's hosts and path prefix, or use <code>&lt;service&gt;.&lt;environment&gt;.&lt;project&gt;.localhost</code>.</p>`
+      : `<p>The request named no host.</p>`,
+  );
+}
+
+/** 502: the service is routed here but none of its replicas answered. */
+export function badGatewayPage(s: ServiceRef, reason: string): Response {
+  return page(
+    502,
+    "Bad Gateway",
+    `<p>The service <strong>${escape(s.service)}</strong> (environment <code>${escape(s.environment)}</code> of project <code>${escape(s.project)}</code>) has no replica answering right now.</p>` +
+      `<p>${escape(reason)}</p><p>If a deployment is under way, try again in a moment.</p>`,
+  );
+}

@@ -1,0 +1,158 @@
+/**
+ * The ingress's route table: for each service, the hosts and path prefixes it answers and the
+ * replicas (upstreams) currently serving it. The deployments domain writes it; the proxy reads
+ * it once per request. A table is compiled into an immutable lookup structure and swapped in
+ * whole, so a request sees either the old table or the new one, never half of each: requests that
+ * already picked an old upstream finish there, new ones go to the new upstreams.
+ *
+ * Matching: the request's host (lower case, without port or trailing dot) exactly, else the
+ * longest `*.` wildcard suffix that matches (`*.example.com` matches `a.example.com` and
+ * `a.b.example.com`, not `example.com`); within the host, the longest path prefix on a segment
+ * boundary (`/api` matches `/api` and `/api/x`, not `/apix`). Every service also answers its
+ * default host `<service>.<environment>.<project>.localhost`.
+ */
+
+export interface ServiceRef {
+  project: string;
+  environment: string;
+  service: string;
+}
+
+export interface Upstream {
+  host: string;
+  port: number;
+  /** False while the rollout or a probe says it should get no traffic (default true). */
+  healthy?: boolean;
+}
+
+export interface ServiceRoute {
+  /** Exact hosts and `*.` wildcards, lower case. */
+  hosts: string[];
+  /** Default `/`. */
+  pathPrefix?: string;
+}
+
+export interface ServiceEntry {
+  service: ServiceRef;
+  /** Extra routes (the domain resources'); the default host is always added. */
+  routes: ServiceRoute[];
+  /** The replicas now serving the service; empty = 502 with the service's name. */
+  upstreams: Upstream[];
+}
+
+export interface Target {
+  key: string;
+  service: ServiceRef;
+  upstreams: Upstream[];
+  /** Round-robin position, shared by every rule of the service. */
+  next: number;
+}
+
+interface Rule {
+  prefix: string;
+  target: Target;
+}
+
+export interface RouteConflict {
+  host: string;
+  pathPrefix: string;
+  /** The service that keeps the route (first by project/environment/service). */
+  kept: string;
+  ignored: string;
+}
+
+export interface CompiledTable {
+  readonly entries: readonly ServiceEntry[];
+  readonly exact: ReadonlyMap<string, readonly Rule[]>;
+  /** Wildcard suffixes (".example.com"), longest first. */
+  readonly wildcards: ReadonlyArray<{ suffix: string; rules: readonly Rule[] }>;
+  readonly conflicts: readonly RouteConflict[];
+}
+
+export function serviceKey(s: ServiceRef): string {
+  return `${s.project}/${s.environment}/${s.service}`;
+}
+
+/** `<service>.<environment>.<project>.localhost`, which browsers and curl resolve to loopback. */
+export function defaultHost(s: ServiceRef): string {
+  return `${s.service}.${s.environment}.${s.project}.localhost`.toLowerCase();
+}
+
+/** A Host header as the table keys it: lower case, no port, no trailing dot; IPv6 literals kept bracketed. */
+export function normaliseHost(raw: string | null): string {
+  if (!raw) return "";
+  let h = raw.trim().toLowerCase();
+  if (h.startsWith("[")) {
+    const end = h.indexOf("]");
+    return end > 0 ? h.slice(0, end + 1) : h;
+  }
+  const colon = h.indexOf(":");
+  if (colon >= 0) h = h.slice(0, colon);
+  return h.endsWith(".") ? h.slice(0, -1) : h;
+}
+
+function normalisePrefix(p: string | undefined): string {
+  if (!p || p === "/") return "/";
+  return p.endsWith("/") ? p.slice(0, -1) : p;
+}
+
+function prefixMatches(prefix: string, path: string): boolean {
+  if (prefix === "/") return true;
+  if (!path.startsWith(prefix)) return false;
+  const rest = path.charCodeAt(prefix.length);
+  // End of path, a new segment, or the query string.
+  return Number.isNaN(rest) || rest === 47 /* / */ || rest === 63 /* ? */;
+}
+
+/** Compile entries into a table; routes two services claim are kept by the first (and reported). */
+export function compileTable(entries: readonly ServiceEntry[]): CompiledTable {
+  const sorted = [...entries].sort((a, b) => serviceKey(a.service).localeCompare(serviceKey(b.service)));
+  const byHost = new Map<string, Rule[]>();
+  const conflicts: RouteConflict[] = [];
+  for (const e of sorted) {
+    const target: Target = { key: serviceKey(e.service), service: { ...e.service }, upstreams: e.upstreams.map((u) => ({ ...u })), next: 0 };
+    const routes: ServiceRoute[] = [{ hosts: [defaultHost(e.service)] }, ...e.routes];
+    for (const r of routes) {
+      const prefix = normalisePrefix(r.pathPrefix);
+      for (const rawHost of r.hosts) {
+        const host = rawHost.toLowerCase();
+        const rules = byHost.get(host) ?? [];
+        const clash = rules.find((x) => x.prefix === prefix);
+        if (clash) {
+          if (clash.target !== target) conflicts.push({ host, pathPrefix: prefix, kept: clash.target.key, ignored: target.key });
+          continue;
+        }
+        rules.push({ prefix, target });
+        byHost.set(host, rules);
+      }
+    }
+  }
+  const exact = new Map<string, Rule[]>();
+  const wildcards: Array<{ suffix: string; rules: Rule[] }> = [];
+  for (const [host, rules] of byHost) {
+    rules.sort((a, b) => b.prefix.length - a.prefix.length);
+    if (host.startsWith("*.")) wildcards.push({ suffix: host.slice(1), rules });
+    else exact.set(host, rules);
+  }
+  wildcards.sort((a, b) => b.suffix.length - a.suffix.length);
+  return { entries: sorted, exact, wildcards, conflicts };
+}
+
+function pick(rules: readonly Rule[] | undefined, path: string): Target | null {
+  if (!rules) return null;
+  for (const r of rules) if (prefixMatches(r.prefix, path)) return r.target;
+  return null;
+}
+
+/** The service a request goes to, or null (unknown host, or no prefix of it matches). */
+export function lookup(table: CompiledTable, host: string, path: string): Target | null {
+  const exact = pick(table.exact.get(host), path);
+  if (exact) return exact;
+  for (const w of table.wildcards) {
+    if (host.length > w.suffix.length && host.endsWith(w.suffix)) {
+      const t = pick(w.rules, path);
+      if (t) return t;
+    }
+  }
+  return null;
+}

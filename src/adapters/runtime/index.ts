@@ -1,0 +1,55 @@
+/**
+ * The runtime of a Core, chosen by `core.config.runtime` (OPS_RUNTIME): supervised sandboxed
+ * processes (default) or the Docker Engine. One per server, created on first use; its replicas are
+ * stopped (SIGTERM, grace, SIGKILL) when the Core closes. `prepareImage` pulls an image out of the
+ * embedded registry and unpacks it for the process runtime.
+ */
+import path from "node:path";
+import type { Core } from "../../core/core";
+import { readImage } from "../../domains/registries/oci/pull";
+import { createProcessRuntime } from "./process-runtime";
+import { createDockerRuntime } from "./docker";
+import { unpackImage, type Refusal } from "./unpack";
+import type { Runtime, RuntimeHooks, RuntimeImage } from "./types";
+
+export type * from "./types";
+export { RuntimeError } from "./types";
+export { probeOnce, waitHealthy, tcpAccepts, type ProbeTarget, type ProbeResult } from "./probe";
+
+const KEY = "runtime";
+
+/**
+ * The Core's runtime. `hooks` apply on the first call only (the deployments domain installs its
+ * output and state sinks when it starts).
+ */
+export function runtimeOf(core: Core, hooks: RuntimeHooks = {}): Runtime {
+  let runtime = core.locals.get(KEY) as Runtime | undefined;
+  if (runtime) return runtime;
+  runtime =
+    core.config.runtime === "docker"
+      ? createDockerRuntime({ socket: core.config.dockerSocket, graceMs: core.config.shutdownGraceMs, ...hooks })
+      : createProcessRuntime({ graceMs: core.config.shutdownGraceMs, ...hooks });
+  core.locals.set(KEY, runtime);
+  const r = runtime;
+  core.onClose.push(() => r.stopAll(core.config.shutdownGraceMs));
+  return runtime;
+}
+
+/** Where the process runtime unpacks image roots: `run/images/` in the data dir. */
+export function imagesDir(core: Core): string {
+  return path.join(core.config.dataDir, "run", "images");
+}
+
+/**
+ * Read `<repository>:<reference>` from the embedded registry and, for the process runtime, unpack
+ * it (once per digest). Entries the unpacker refused are logged and returned.
+ */
+export async function prepareImage(core: Core, repository: string, reference: string): Promise<{ image: RuntimeImage; refused: Refusal[] }> {
+  const pulled = await readImage(core, repository, reference);
+  const image: RuntimeImage = { digest: pulled.digest, config: pulled.config };
+  // The engine pulls from ops's registry itself (a plain-HTTP registry must be in its insecure-registries).
+  if (core.config.runtime === "docker") return { image: { ...image, reference: `${new URL(core.config.publicUrl).host}/${repository}@${pulled.digest}` }, refused: [] };
+  const unpacked = await unpackImage(imagesDir(core), pulled.digest, pulled.layers);
+  if (unpacked.refused.length > 0) core.log.warn("image entries refused while unpacking", { repository, digest: pulled.digest, refused: unpacked.refused.slice(0, 20), count: unpacked.refused.length });
+  return { image: { ...image, root: unpacked.root }, refused: unpacked.refused };
+}

@@ -1,0 +1,312 @@
+/**
+ * The process runtime: each replica is a supervised child of `ops serve` in the bubblewrap sandbox
+ * builds run in (src/adapters/sandbox/), with the image's root bound in, started through the project's command runner (process.ts). ops picks a free
+ * loopback port and passes it as `PORT`; the replica is `running` once that port accepts
+ * connections. A replica that exits on its own is `crashed` and starts again after a delay that
+ * doubles per crash up to a cap (and resets after a run that lasted), keeping its port so the
+ * ingress's route to it stays valid. `limits.memory_mb` goes into a cgroup (sandbox/cgroups.ts); when no
+ * cgroup is writable the replica still runs and its status and output say the limit is not
+ * enforced. An OOM kill is read from the group's counters and reported as such.
+ *
+ * Stop: SIGTERM to the processes inside the sandbox (bwrap itself would die at once and take them
+ * along without their grace period), then SIGKILL of the whole group after the grace period: bwrap
+ * is pid 1's parent of the sandbox's pid namespace, so its death ends everything inside.
+ */
+import { DEFAULT_PATH, startCommand, type RunningCommand } from "./process";
+import { detectMemoryController, type MemoryCgroup, type MemoryDetection } from "../sandbox/cgroups";
+import { politeTargets, sandboxArgv } from "../sandbox/bwrap";
+import { findSandboxTools, HOST_UNPRIVILEGED_ID, type SandboxTools } from "../sandbox/users";
+import { tcpAccepts } from "./probe";
+import { RuntimeError, type MemoryStatus, type OneOffResult, type ReplicaSpec, type ReplicaStatus, type RestartPolicy, type Runtime, type RuntimeHooks } from "./types";
+
+export interface ProcessRuntimeOptions extends RuntimeHooks {
+  /** How memory limits are enforced; detected on first use when omitted. */
+  memory?: MemoryDetection;
+  /** The unprivileged uid/gid replicas run as when ops is root (default 65534). */
+  uid?: number;
+  gid?: number;
+  /** Default grace period of `stop` (10 s). */
+  graceMs?: number;
+}
+
+const DEFAULT_RESTART: RestartPolicy = { initialMs: 1000, maxMs: 30_000, resetAfterMs: 60_000 };
+const READY_POLL_MS = 100;
+
+interface Replica {
+  spec: ReplicaSpec;
+  status: ReplicaStatus;
+  policy: RestartPolicy;
+  delayMs: number;
+  run: RunningCommand | null;
+  /** Bumped per run, so a stale readiness poll of an earlier run stops. */
+  generation: number;
+  cgroup: MemoryCgroup | null;
+  oomBase: number;
+  restartTimer: ReturnType<typeof setTimeout> | null;
+  stopRequested: boolean;
+  /** Resolves when the current run's exit was handled. */
+  exited: Promise<void> | null;
+}
+
+/** The command a replica runs: an override through `/bin/sh -c`, else the image's Entrypoint and Cmd. */
+export function replicaArgv(entrypoint: readonly string[], cmd: readonly string[], override: string | null | undefined): string[] {
+  if (override) return ["/bin/sh", "-c", override];
+  return [...entrypoint, ...cmd];
+}
+
+/** A loopback port that was free a moment ago (the kernel hands out ports round the range, so it rarely comes back soon). */
+export function freeLoopbackPort(): number {
+  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+  const port = s.port as number;
+  s.stop(true);
+  return port;
+}
+
+/** The environment of a replica: a minimal base, the image's Env, the caller's variables in order, then PORT. */
+export function replicaEnv(imageEnv: readonly string[], extra: ReadonlyArray<readonly [string, string]>, port: number): Record<string, string> {
+  const env: Record<string, string> = { PATH: DEFAULT_PATH, HOME: "/tmp" };
+  for (const e of imageEnv) {
+    const i = e.indexOf("=");
+    if (i > 0) env[e.slice(0, i)] = e.slice(i + 1);
+  }
+  for (const [k, v] of extra) env[k] = v;
+  env.PORT = String(port);
+  return env;
+}
+
+export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime {
+  const replicas = new Map<string, Replica>();
+  let memory: MemoryDetection | null = opts.memory ?? null;
+  const note = (r: Replica, line: string) => opts.onLine?.(r.spec.id, "ops", line);
+  const changed = (r: Replica) => opts.onState?.({ ...r.status });
+  let sandboxTools: SandboxTools | null = null;
+  const tools = (): SandboxTools => {
+    if (sandboxTools) return sandboxTools;
+    const found = findSandboxTools(DEFAULT_PATH, "service replicas");
+    if (typeof found === "string") throw new RuntimeError(found);
+    return (sandboxTools = found);
+  };
+
+  function memoryFor(spec: Pick<ReplicaSpec, "id" | "memoryMb">): { status: MemoryStatus; cgroup: MemoryCgroup | null } {
+    const limitMb = spec.memoryMb ?? null;
+    if (limitMb === null) return { status: { limitMb, enforced: true, how: null, reason: null }, cgroup: null };
+    memory ??= detectMemoryController();
+    if (!memory.ok) return { status: { limitMb, enforced: false, how: null, reason: memory.reason }, cgroup: null };
+    try {
+      const cgroup = memory.controller.create(spec.id, limitMb * 1024 * 1024);
+      return { status: { limitMb, enforced: true, how: cgroup.how, reason: null }, cgroup };
+    } catch (e) {
+      return { status: { limitMb, enforced: false, how: null, reason: `could not create a ${memory.controller.how} group: ${(e as Error).message}` }, cgroup: null };
+    }
+  }
+
+  async function watchReady(r: Replica, generation: number): Promise<void> {
+    while (r.generation === generation && r.status.state === "starting") {
+      if ((await tcpAccepts(r.status.host, r.status.port, 500)) === null) {
+        if (r.generation === generation && r.status.state === "starting") {
+          r.status.state = "running";
+          changed(r);
+        }
+        return;
+      }
+      await Bun.sleep(READY_POLL_MS);
+    }
+  }
+
+  /** The sandboxed argv of `argv` in `image`. */
+  function inSandbox(image: ReplicaSpec["image"], argv: string[], cgroup: MemoryCgroup | null, hostname: string): string[] {
+    return sandboxArgv(
+      tools(),
+      {
+        mounts: [],
+        chdir: image.config.workingDir,
+        imageRoot: image.root!,
+        tmpfs: ["/tmp"],
+        user: "host",
+        hostUser: { uid: opts.uid ?? HOST_UNPRIVILEGED_ID, gid: opts.gid ?? HOST_UNPRIVILEGED_ID },
+        cgroupProcs: cgroup?.procsFile ?? null,
+        hostname,
+      },
+      argv,
+    );
+  }
+
+  function launch(r: Replica): void {
+    const { spec } = r;
+    const image = spec.image;
+    const command = inSandbox(image, replicaArgv(image.config.entrypoint, image.config.cmd, spec.command), r.cgroup, spec.labels?.service ?? "replica");
+    r.generation++;
+    r.oomBase = r.cgroup?.oomKills() ?? 0;
+    const run = startCommand({
+      command,
+      cwd: "/",
+      env: replicaEnv(image.config.env, spec.env ?? [], r.status.port),
+      onLine: (stream, line) => opts.onLine?.(spec.id, stream, line),
+      politeTargets,
+    });
+    r.run = run;
+    r.status.state = "starting";
+    r.status.pid = run.pid;
+    r.status.startedAt = Date.now();
+    r.status.nextRestartAt = null;
+    changed(r);
+    void watchReady(r, r.generation);
+    r.exited = run.done.then((res) => onExit(r, res), (e) => onExit(r, { exitCode: null, signal: null, error: e }));
+  }
+
+  async function onExit(r: Replica, res: { exitCode: number | null; signal: string | null; error?: unknown }): Promise<void> {
+    r.generation++;
+    r.run = null;
+    const oomKilled = r.cgroup !== null && r.cgroup.oomKills() > r.oomBase;
+    const at = Date.now();
+    r.status.lastExit = { code: res.exitCode, signal: res.signal, oomKilled, at };
+    r.status.pid = null;
+    const how = oomKilled
+      ? `was killed: over its memory limit of ${r.status.memory.limitMb} MiB`
+      : res.signal
+        ? `was ended by ${res.signal}`
+        : `exited with code ${res.exitCode}`;
+    if (r.stopRequested) {
+      note(r, `stopped (${how})`);
+      await finish(r);
+      return;
+    }
+    const ran = at - (r.status.startedAt ?? at);
+    if (ran >= r.policy.resetAfterMs) r.delayMs = r.policy.initialMs;
+    const delay = r.delayMs;
+    r.delayMs = Math.min(r.delayMs * 2, r.policy.maxMs);
+    r.status.state = "crashed";
+    r.status.nextRestartAt = at + delay;
+    note(r, `${how}; restarting in ${delay} ms`);
+    changed(r);
+    r.restartTimer = setTimeout(() => {
+      r.restartTimer = null;
+      if (r.stopRequested) return;
+      r.status.restarts++;
+      try {
+        launch(r);
+      } catch (e) {
+        note(r, `could not restart: ${(e as Error).message}`);
+        void onExit(r, { exitCode: null, signal: null, error: e });
+      }
+    }, delay);
+  }
+
+  async function finish(r: Replica): Promise<void> {
+    r.status.state = "stopped";
+    r.status.pid = null;
+    r.status.nextRestartAt = null;
+    await r.cgroup?.remove();
+    changed(r);
+  }
+
+  const runtime: Runtime = {
+    kind: "process",
+
+    async start(spec) {
+      const live = replicas.get(spec.id);
+      if (live && live.status.state !== "stopped") throw new RuntimeError(`replica ${spec.id} is already live`);
+      if (!spec.image.root) throw new RuntimeError(`image ${spec.image.digest} has no unpacked root: unpack it first`);
+      if (replicaArgv(spec.image.config.entrypoint, spec.image.config.cmd, spec.command).length === 0) {
+        throw new RuntimeError(`image ${spec.image.digest} has no Entrypoint or Cmd, and no command was given`);
+      }
+      tools();
+      const mem = memoryFor(spec);
+      const r: Replica = {
+        spec,
+        policy: { ...DEFAULT_RESTART, ...spec.restart },
+        delayMs: spec.restart?.initialMs ?? DEFAULT_RESTART.initialMs,
+        run: null,
+        generation: 0,
+        cgroup: mem.cgroup,
+        oomBase: 0,
+        restartTimer: null,
+        stopRequested: false,
+        exited: null,
+        status: {
+          id: spec.id,
+          state: "starting",
+          host: "127.0.0.1",
+          port: freeLoopbackPort(),
+          pid: null,
+          restarts: 0,
+          startedAt: null,
+          lastExit: null,
+          nextRestartAt: null,
+          memory: mem.status,
+          labels: { ...spec.labels },
+        },
+      };
+      replicas.set(spec.id, r);
+      if (!mem.status.enforced) note(r, `memory limit of ${mem.status.limitMb} MiB is not enforced: ${mem.status.reason}`);
+      try {
+        launch(r);
+      } catch (e) {
+        replicas.delete(spec.id);
+        await mem.cgroup?.remove();
+        throw new RuntimeError(`replica ${spec.id} could not start: ${(e as Error).message}`);
+      }
+      return { ...r.status };
+    },
+
+    status(id) {
+      const r = replicas.get(id);
+      return r ? { ...r.status, labels: { ...r.status.labels } } : null;
+    },
+
+    list() {
+      return [...replicas.values()].map((r) => ({ ...r.status }));
+    },
+
+    async stop(id, graceMs = opts.graceMs ?? 10_000) {
+      const r = replicas.get(id);
+      if (!r) return null;
+      r.stopRequested = true;
+      if (r.restartTimer) {
+        clearTimeout(r.restartTimer);
+        r.restartTimer = null;
+      }
+      if (r.run) {
+        r.status.state = "stopping";
+        changed(r);
+        r.run.stop(graceMs);
+      }
+      if (r.exited) await r.exited;
+      if (r.status.state !== "stopped") await finish(r);
+      replicas.delete(id);
+      return { ...r.status };
+    },
+
+    async stopAll(graceMs) {
+      await Promise.all([...replicas.keys()].map((id) => runtime.stop(id, graceMs)));
+    },
+
+    async run(spec) {
+      if (!spec.image.root) throw new RuntimeError(`image ${spec.image.digest} has no unpacked root: unpack it first`);
+      tools();
+      const mem = memoryFor(spec);
+      if (!mem.status.enforced) opts.onLine?.(spec.id, "ops", `memory limit of ${mem.status.limitMb} MiB is not enforced: ${mem.status.reason}`);
+      const tail: string[] = [];
+      try {
+        const run = startCommand({
+          command: inSandbox(spec.image, ["/bin/sh", "-c", spec.command], mem.cgroup, spec.labels?.service ?? "release"),
+          cwd: "/",
+          env: replicaEnv(spec.image.config.env, spec.env ?? [], freeLoopbackPort()),
+          timeoutMs: spec.timeoutMs,
+          onLine: (stream, line) => {
+            tail.push(line);
+            if (tail.length > 20) tail.shift();
+            opts.onLine?.(spec.id, stream, line);
+          },
+          politeTargets,
+        });
+        const res = await run.done;
+        const oomKilled = (mem.cgroup?.oomKills() ?? 0) > 0;
+        return { code: res.exitCode, signal: res.signal, oomKilled, timedOut: res.timedOut, tail } satisfies OneOffResult;
+      } finally {
+        await mem.cgroup?.remove();
+      }
+    },
+  };
+  return runtime;
+}

@@ -1,0 +1,183 @@
+/**
+ * The bubblewrap sandbox builds and replicas run in (DESIGN §5): read-only binds of the host's
+ * `/usr`, `/bin`, `/lib*` and the few files of `/etc` that name resolution, TLS and toolchain
+ * alternatives need, new pid/ipc/uts namespaces, `--die-with-parent`, `/proc` and a minimal
+ * `/dev` of its own, and nothing else of the host: not ops's data dir, not the home of the user
+ * ops runs as, not ops's environment (the caller passes the whole environment, so no value ever
+ * appears on a command line other processes can read).
+ *
+ * What differs between the two is what is bound on top and who runs inside:
+ * - a build binds its context, home, tmp and caches writable, and runs as user 1000 in a user
+ *   namespace (`user: "namespaced"`), the owner of the image's files;
+ * - a replica binds an unpacked image's top-level entries read-only at their own paths (so an
+ *   image's `app/` is `/app`, its WorkingDir), gets a tmpfs `/tmp`, and runs as the sandbox's host
+ *   user itself (`user: "host"`).
+ *
+ * When ops is root the sandbox is entered as `nobody` (see users.ts). Such a user may not be able
+ * to walk into a data dir kept at 0700 to reach an image, so for an image a small root wrapper
+ * first bind-mounts the image root onto a fixed empty directory in a private mount namespace of
+ * its own (`unshare --mount`, invisible to the host), joins the memory cgroup, drops privileges
+ * and execs bwrap, which binds from there. Each step `exec`s the next, so the process ops started
+ * is bwrap itself (`--die-with-parent` then refers to ops).
+ */
+import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, type Stats } from "node:fs";
+import path from "node:path";
+import { descendants } from "../runtime/process";
+import { joinArgv } from "./cgroups";
+import { dropPrivilegesArgv, runsAsRoot, SANDBOX_GID, SANDBOX_UID, HOST_UNPRIVILEGED_ID, type SandboxTools } from "./users";
+
+export interface Mount {
+  host: string;
+  inside: string;
+  readOnly?: boolean;
+}
+
+export interface SandboxOptions {
+  /** Binds on top of the host's system trees (work dir, home, caches …). */
+  mounts: Mount[];
+  /** Working directory inside the sandbox. */
+  chdir: string;
+  /** Host paths that must stay invisible even when under a bound host tree (the data dir). */
+  hide?: readonly string[];
+  /** A generated /etc/passwd and /etc/group (host files). */
+  passwd?: { passwd: string; group: string };
+  /** Default `ops-build`. */
+  hostname?: string;
+  /** `namespaced` (default): user 1000 in a user namespace. `host`: the sandbox's host user itself. */
+  user?: "namespaced" | "host";
+  /** The host user a root ops drops to (default nobody). */
+  hostUser?: { uid: number; gid: number };
+  /** An unpacked image root whose top-level entries are bound read-only at their own paths. */
+  imageRoot?: string;
+  /** Empty writable tmpfs mounts (a replica's `/tmp`). */
+  tmpfs?: readonly string[];
+  /** cgroup.procs of a memory group to join before anything runs. */
+  cgroupProcs?: string | null;
+}
+
+/** Host trees bound read-only when they exist (recreated as the same symlink on merged-/usr hosts). */
+const HOST_TREES = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/** Host files and folders of /etc that programs need to resolve names, verify TLS, find tools. */
+const HOST_ETC = [
+  "/etc/ssl",
+  "/etc/ca-certificates",
+  "/etc/pki",
+  "/etc/resolv.conf",
+  "/etc/hosts",
+  "/etc/nsswitch.conf",
+  "/etc/host.conf",
+  "/etc/alternatives",
+  "/etc/ld.so.cache",
+  "/etc/ld.so.conf",
+  "/etc/ld.so.conf.d",
+  "/etc/localtime",
+  "/etc/mime.types",
+];
+/** Top-level names of an image that the sandbox provides itself. */
+const RESERVED = new Set(["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "proc", "dev", "tmp", "sys", "etc"]);
+const ETC_FROM_HOST = new Set(HOST_ETC.map((p) => p.slice("/etc/".length)));
+
+/** The fixed mount point of the root wrapper's private namespace. */
+export const PRIVATE_MOUNT = "/tmp/ops-sandbox-image";
+
+const WRAPPER = [
+  'root="$1"; mnt="$2"; procs="$3"; shift 3',
+  'mount --bind "$root" "$mnt" && mount -o remount,bind,ro "$mnt" || { echo "ops: could not mount the image for the sandbox" >&2; exit 125; }',
+  '[ -z "$procs" ] || echo $$ > "$procs" || { echo "ops: could not join the memory cgroup" >&2; exit 125; }',
+  'exec "$@"',
+].join("\n");
+
+function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+}
+
+/** The host's system trees and /etc files, as binds or symlinks. */
+function hostBinds(): string[] {
+  const args: string[] = [];
+  for (const tree of HOST_TREES) {
+    if (!existsSync(tree)) continue;
+    const st = lstatSync(tree);
+    if (st.isSymbolicLink()) args.push("--symlink", readlinkSync(tree), tree);
+    else if (st.isDirectory()) args.push("--ro-bind", tree, tree);
+  }
+  args.push("--dir", "/etc");
+  for (const f of HOST_ETC) if (existsSync(f)) args.push("--ro-bind", f, f);
+  return args;
+}
+
+/** bwrap arguments for the image's entries under `src` (the root as bwrap will see it). */
+function imageBinds(root: string, src: string): string[] {
+  const args: string[] = [];
+  const bindEntry = (rel: string, st: Stats) => {
+    if (st.isSymbolicLink()) args.push("--symlink", readlinkSync(path.join(root, rel)), `/${rel}`);
+    else if (st.isDirectory() || st.isFile()) args.push("--ro-bind", path.join(src, rel), `/${rel}`);
+  };
+  for (const name of readdirSync(root).sort()) {
+    const st = lstatSync(path.join(root, name));
+    if (name === "etc" && st.isDirectory()) {
+      // The image's /etc, except what the host provides.
+      for (const child of readdirSync(path.join(root, "etc")).sort()) {
+        if (!ETC_FROM_HOST.has(child)) bindEntry(`etc/${child}`, lstatSync(path.join(root, "etc", child)));
+      }
+      continue;
+    }
+    if (RESERVED.has(name)) continue;
+    bindEntry(name, st);
+  }
+  return args;
+}
+
+/** Make the wrapper's mount point: an empty directory that only ever gets mounted over. */
+function ensureMountPoint(): void {
+  mkdirSync(PRIVATE_MOUNT, { recursive: true, mode: 0o755 });
+  const st = lstatSync(PRIVATE_MOUNT);
+  if (!st.isDirectory() || st.uid !== 0) throw new Error(`${PRIVATE_MOUNT} must be a directory owned by root`);
+}
+
+/**
+ * The argv that runs `argv` in the sandbox: `[cgroup join | root wrapper] [setpriv …] bwrap … --
+ * argv`. The environment is the spawner's.
+ */
+export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: readonly string[]): string[] {
+  const asRoot = runsAsRoot() && tools.setpriv !== null;
+  const privateImage = asRoot && opts.imageRoot !== undefined;
+  const bwrap: string[] = [tools.bwrap];
+  if ((opts.user ?? "namespaced") === "namespaced") bwrap.push("--unshare-user", "--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_GID));
+  bwrap.push("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", opts.hostname ?? "ops-build", "--die-with-parent");
+  bwrap.push(...hostBinds());
+  if (opts.passwd) bwrap.push("--ro-bind", opts.passwd.passwd, "/etc/passwd", "--ro-bind", opts.passwd.group, "/etc/group");
+  bwrap.push("--proc", "/proc", "--dev", "/dev");
+  for (const t of opts.tmpfs ?? []) bwrap.push("--tmpfs", t);
+  if (opts.imageRoot !== undefined) bwrap.push(...imageBinds(opts.imageRoot, privateImage ? PRIVATE_MOUNT : opts.imageRoot));
+  for (const m of opts.mounts) bwrap.push(m.readOnly ? "--ro-bind" : "--bind", m.host, m.inside);
+  // A hidden path under a bound host tree is covered by an empty, read-only tmpfs.
+  for (const h of opts.hide ?? []) {
+    if (existsSync(h) && (HOST_TREES.some((t) => isInside(h, t)) || HOST_ETC.some((t) => isInside(h, t)))) bwrap.push("--perms", "0000", "--tmpfs", h, "--remount-ro", h);
+  }
+  bwrap.push("--chdir", opts.chdir, "--", ...argv);
+
+  const drop = asRoot ? dropPrivilegesArgv(tools.setpriv as string, opts.hostUser ?? { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID }) : [];
+  if (privateImage) {
+    ensureMountPoint();
+    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", opts.imageRoot as string, PRIVATE_MOUNT, opts.cgroupProcs ?? "", ...drop, ...bwrap];
+  }
+  const join = opts.cgroupProcs ? joinArgv(opts.cgroupProcs) : [];
+  return [...join, ...drop, ...bwrap];
+}
+
+const SHELLS = new Set(["sh", "dash", "bash", "ash", "busybox"]);
+
+/**
+ * Who gets the polite SIGTERM when a sandbox stops: every process inside it (not bwrap: it would
+ * die at once and take the rest along), except a shell that is waiting for a child.
+ * `/bin/sh -c "node server.js"` (an image's `start`, or a `command` override) leaves such a shell
+ * between bwrap and the app; a shell dies of SIGTERM without passing it on, and then the sandbox
+ * ends with the app inside it, before its grace period. The shell ends on its own once the app it
+ * waits for has exited.
+ */
+export function politeTargets(pid: number): number[] {
+  const inside = descendants(pid).filter((p) => p.comm !== "bwrap");
+  const parents = new Set(inside.map((p) => p.ppid));
+  return inside.filter((p) => !(SHELLS.has(p.comm) && parents.has(p.pid))).map((p) => p.pid);
+}

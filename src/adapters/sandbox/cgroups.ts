@@ -1,0 +1,318 @@
+/**
+ * Memory limits through cgroups, for builds and replicas alike: v2 where the host's unified
+ * hierarchy offers the memory controller to ops's own group, else v1's memory controller, else
+ * none — and then the caller reports the limit as not enforced with the reason, never silently.
+ *
+ * Groups are made below the cgroup ops runs in (its own limits still apply above them), so ops
+ * works in a delegated subtree (systemd `Delegate=yes`, a container) as well as at the root. A
+ * process joins its group before it execs anything (`joinArgv`, or the sandbox's root wrapper), so
+ * nothing it forks escapes the limit. An OOM kill is read back from the kernel's counters
+ * (`oom_kill` in v2's `memory.events`, v1's `memory.oom_control`), never guessed from an exit.
+ *
+ * v2's "no internal processes" rule: a group that hands controllers to its children may not hold
+ * processes itself. When ops's own group holds ops, ops moves itself into a leaf `ops-server`
+ * first, as container runtimes do.
+ *
+ * Two ways to make a group: `createMemoryCgroup` (one group directly below ops's own, named by
+ * the caller: a build) and `detectMemoryController` (a controller that makes groups under
+ * `<own>/ops-replicas/`, sweeping the ones a dead ops left: replicas).
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+export type CgroupHow = "cgroup-v2" | "cgroup-v1";
+
+export interface MemoryCgroup {
+  readonly version: 1 | 2;
+  readonly how: CgroupHow;
+  readonly dir: string;
+  /** The file a process writes its pid to in order to join. */
+  readonly procsFile: string;
+  /** How many times the kernel's OOM killer acted in this group so far. */
+  oomKills(): number;
+  /** True once the kernel's OOM killer killed a process of this group. */
+  oomKilled(): boolean;
+  /** SIGKILL every process still in the group. */
+  killAll(): void;
+  /** Kill what is left and remove the group (best effort: a busy group is left for the kernel). */
+  remove(): Promise<void>;
+}
+
+export type CgroupAttempt = { cgroup: MemoryCgroup; reason: null } | { cgroup: null; reason: string };
+
+/** A hierarchy with a memory controller, and the host directory of the cgroup ops is in. */
+export interface Hierarchy {
+  version: 1 | 2;
+  own: string;
+}
+
+export interface MemoryController {
+  readonly how: CgroupHow;
+  /** The directory groups are made in. */
+  readonly base: string;
+  /** A new group with `limitBytes`; throws when the kernel refuses. */
+  create(name: string, limitBytes: number): MemoryCgroup;
+}
+
+export type MemoryDetection = { ok: true; controller: MemoryController } | { ok: false; reason: string };
+
+export interface DetectOptions {
+  /** Contents of /proc/self/mountinfo and /proc/self/cgroup (tests pass their own). */
+  mountinfo?: string;
+  selfCgroup?: string;
+}
+
+interface Mount {
+  root: string;
+  mountPoint: string;
+  fsType: string;
+  superOptions: string[];
+}
+
+export function parseMountinfo(text: string): Mount[] {
+  const out: Mount[] = [];
+  for (const line of text.split("\n")) {
+    const dash = line.indexOf(" - ");
+    if (dash < 0) continue;
+    const left = line.slice(0, dash).split(" ");
+    const right = line.slice(dash + 3).split(" ");
+    out.push({ root: unescape(left[3]), mountPoint: unescape(left[4]), fsType: right[0], superOptions: (right[2] ?? "").split(",") });
+  }
+  return out;
+}
+
+/** mountinfo escapes spaces and friends as \\040 octal. */
+function unescape(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+}
+
+function read(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+function counter(file: string, key: string): number {
+  const m = new RegExp(`^${key} (\\d+)$`, "m").exec(read(file));
+  return m ? Number(m[1]) : 0;
+}
+
+function groupDir(mount: Mount, own: string): string {
+  const rel = path.posix.relative(mount.root, own);
+  return rel.startsWith("..") ? mount.mountPoint : path.join(mount.mountPoint, rel);
+}
+
+/**
+ * The hierarchies ops may make memory groups in (v2 first), and why the others cannot be used.
+ * A v2 hierarchy counts only when ops's own group offers the memory controller.
+ */
+export function memoryHierarchies(opts: DetectOptions = {}): { found: Hierarchy[]; reasons: string[] } {
+  let mountinfo: string;
+  let selfCgroup: string;
+  try {
+    mountinfo = opts.mountinfo ?? readFileSync("/proc/self/mountinfo", "utf8");
+    selfCgroup = opts.selfCgroup ?? readFileSync("/proc/self/cgroup", "utf8");
+  } catch {
+    return { found: [], reasons: ["this system has no /proc/self/mountinfo (not Linux?)"] };
+  }
+  const mounts = parseMountinfo(mountinfo);
+  const lines = selfCgroup
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => {
+      const [, , controllers, p] = /^(\d+):([^:]*):(.*)$/.exec(l) ?? [];
+      return { controllers: (controllers ?? "").split(","), path: p ?? "/" };
+    });
+  const found: Hierarchy[] = [];
+  const reasons: string[] = [];
+  const unified = mounts.find((m) => m.fsType === "cgroup2");
+  const ownV2 = lines.find((l) => l.controllers.length === 1 && l.controllers[0] === "");
+  if (unified && ownV2) {
+    const dir = groupDir(unified, ownV2.path);
+    if (read(path.join(dir, "cgroup.controllers")).split(/\s+/).includes("memory")) found.push({ version: 2, own: dir });
+    else reasons.push(`cgroup v2 at ${dir} offers no memory controller`);
+  }
+  const memMount = mounts.find((m) => m.fsType === "cgroup" && m.superOptions.includes("memory"));
+  const ownV1 = lines.find((l) => l.controllers.includes("memory"));
+  if (memMount && ownV1) found.push({ version: 1, own: groupDir(memMount, ownV1.path) });
+  else reasons.push("no cgroup v1 memory controller is mounted");
+  return { found, reasons };
+}
+
+function enableMemory(dir: string): void {
+  if (read(path.join(dir, "cgroup.subtree_control")).split(/\s+/).includes("memory")) return;
+  writeFileSync(path.join(dir, "cgroup.subtree_control"), "+memory");
+}
+
+/** Hand v2's memory controller down from `own`, moving ops into a leaf of its own when `own` holds it. */
+function delegateV2(own: string): void {
+  try {
+    enableMemory(own);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EBUSY") throw e;
+    const leaf = path.join(own, "ops-server");
+    mkdirSync(leaf, { recursive: true });
+    writeFileSync(path.join(leaf, "cgroup.procs"), String(process.pid));
+    enableMemory(own);
+  }
+}
+
+function pids(procsFile: string): number[] {
+  return read(procsFile).split("\n").filter(Boolean).map(Number);
+}
+
+function handle(version: 1 | 2, dir: string): MemoryCgroup {
+  const procsFile = path.join(dir, "cgroup.procs");
+  const oomFile = version === 2 ? path.join(dir, "memory.events") : path.join(dir, "memory.oom_control");
+  const cg: MemoryCgroup = {
+    version,
+    how: version === 2 ? "cgroup-v2" : "cgroup-v1",
+    dir,
+    procsFile,
+    oomKills: () => counter(oomFile, "oom_kill"),
+    oomKilled: () => counter(oomFile, "oom_kill") > 0,
+    killAll() {
+      if (version === 2 && existsSync(path.join(dir, "cgroup.kill"))) {
+        try {
+          writeFileSync(path.join(dir, "cgroup.kill"), "1");
+          return;
+        } catch {
+          // Fall back to one signal per process.
+        }
+      }
+      for (const pid of pids(procsFile)) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // Already gone.
+        }
+      }
+    },
+    async remove() {
+      for (let i = 0; i < 40; i++) {
+        cg.killAll();
+        try {
+          rmdirSync(dir);
+          return;
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code !== "EBUSY") return;
+        }
+        await Bun.sleep(50);
+      }
+    },
+  };
+  return cg;
+}
+
+/**
+ * Make `dir` with its limit: no swap beyond it, and on v2 an OOM kills the whole group rather than
+ * one process of it. Throws (having removed what it made) when the kernel refuses.
+ */
+function makeGroup(version: 1 | 2, dir: string, limitBytes: number): MemoryCgroup {
+  mkdirSync(dir);
+  try {
+    writeFileSync(path.join(dir, version === 2 ? "memory.max" : "memory.limit_in_bytes"), String(limitBytes));
+  } catch (e) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      // Left for the sweep.
+    }
+    throw e;
+  }
+  const optional: Array<[string, string]> = version === 2 ? [["memory.swap.max", "0"], ["memory.oom.group", "1"]] : [["memory.memsw.limit_in_bytes", String(limitBytes)]];
+  for (const [file, value] of optional) {
+    if (!existsSync(path.join(dir, file))) continue;
+    try {
+      writeFileSync(path.join(dir, file), value);
+    } catch {
+      // No swap accounting, or an older kernel: the main limit holds.
+    }
+  }
+  return handle(version, dir);
+}
+
+const errCode = (e: unknown) => (e as NodeJS.ErrnoException).code ?? (e as Error).message ?? "error";
+
+/**
+ * A fresh memory group named `name` (unique per use) directly below ops's own group, limited to
+ * `limitBytes`, or the reasons no hierarchy could be used. `found` defaults to this process's.
+ */
+export function createMemoryCgroup(name: string, limitBytes: number, found?: readonly Hierarchy[]): CgroupAttempt {
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`invalid cgroup name ${name}`);
+  const detected = found ? { found, reasons: [] as string[] } : memoryHierarchies();
+  const reasons = [...detected.reasons];
+  if (detected.found.length === 0 && reasons.length === 0) reasons.push("no cgroup hierarchy is mounted");
+  for (const h of detected.found) {
+    if (h.version === 2) {
+      try {
+        delegateV2(h.own);
+      } catch (e) {
+        reasons.push(`cgroup v2: cannot delegate the memory controller below ${h.own} (${errCode(e)})`);
+        continue;
+      }
+    }
+    const dir = path.join(h.own, name);
+    try {
+      return { cgroup: makeGroup(h.version, dir, limitBytes), reason: null };
+    } catch (e) {
+      reasons.push(`cgroup v${h.version}: cannot create ${dir} (${errCode(e)})`);
+    }
+  }
+  return { cgroup: null, reason: reasons.join("; ") };
+}
+
+/** Groups a previous ops process left behind (it died without removing them): remove the empty ones. */
+function sweep(base: string): void {
+  for (const name of readdirSync(base)) {
+    const pid = Number(name.split("-")[0]);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    if (existsSync(`/proc/${pid}`)) continue;
+    try {
+      rmdirSync(path.join(base, name));
+    } catch {
+      // Still busy or not ours to remove.
+    }
+  }
+}
+
+let counterN = 0;
+const sanitize = (name: string) => name.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 200);
+
+function controllerIn(h: Hierarchy): MemoryController {
+  if (h.version === 2) delegateV2(h.own);
+  const base = path.join(h.own, "ops-replicas");
+  mkdirSync(base, { recursive: true });
+  if (h.version === 2) enableMemory(base);
+  sweep(base);
+  return {
+    how: h.version === 2 ? "cgroup-v2" : "cgroup-v1",
+    base,
+    create: (name, limitBytes) => makeGroup(h.version, path.join(base, `${process.pid}-${++counterN}-${sanitize(name)}`), limitBytes),
+  };
+}
+
+/** A memory controller for replicas (groups under `<own>/ops-replicas/`), or the reason there is none. */
+export function detectMemoryController(opts: DetectOptions = {}): MemoryDetection {
+  const { found, reasons } = memoryHierarchies(opts);
+  for (const h of found) {
+    try {
+      return { ok: true, controller: controllerIn(h) };
+    } catch (e) {
+      reasons.splice(h.version === 2 ? 0 : reasons.length, 0, `cgroup v${h.version}${h.version === 1 ? " memory" : ""} at ${h.own} is not writable (${(e as Error).message})`);
+    }
+  }
+  return { ok: false, reason: reasons.join("; ") };
+}
+
+/**
+ * The argv prefix that moves the process into a group before it execs the rest: a shell writes
+ * its own pid, then execs, so every descendant starts inside the limit.
+ */
+export function joinArgv(cgroup: MemoryCgroup | string): string[] {
+  const procs = typeof cgroup === "string" ? cgroup : cgroup.procsFile;
+  return ["/bin/sh", "-c", 'echo $$ > "$0" || { echo "ops: could not join the memory cgroup" >&2; exit 125; }; exec "$@"', procs];
+}

@@ -1,0 +1,108 @@
+/**
+ * Who runs inside the sandbox, and the tools that put it there. When ops runs as root, every
+ * sandbox is entered as the host's unprivileged `nobody` (65534) first (`setpriv`), so nothing a
+ * build or a replica does can act as root outside: it cannot read a root-only file even through
+ * a mount it was given, and a local service that trusts its peer's uid sees `nobody`. Otherwise
+ * the sandbox runs as ops's own user.
+ *
+ * bwrap resolves the directories it binds as that user, so they must be reachable by it
+ * (`unreachable` names the first directory in the way): ops creates its data dir 0755.
+ */
+import { chownSync, existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { DEFAULT_PATH } from "../runtime/process";
+
+/** The user builds run as inside their user namespace (and that owns an image's files). */
+export const SANDBOX_UID = 1000;
+export const SANDBOX_GID = 1000;
+/** The host user a root ops drops to before entering a sandbox. */
+export const HOST_UNPRIVILEGED_ID = 65534;
+/** Home of the build user inside the sandbox. */
+export const SANDBOX_HOME = "/home/build";
+
+export interface SandboxTools {
+  bwrap: string;
+  /** Needed (and found) only when ops runs as root. */
+  setpriv: string | null;
+}
+
+export function runsAsRoot(): boolean {
+  return process.getuid?.() === 0;
+}
+
+/**
+ * `bwrap` (and `setpriv` when ops is root) on `searchPath`, or the reason the sandbox cannot run;
+ * `who` says what runs only inside it ("native builds", "service replicas").
+ */
+export function findSandboxTools(searchPath = DEFAULT_PATH, who = "native builds"): SandboxTools | string {
+  const bwrap = Bun.which("bwrap", { PATH: searchPath });
+  if (!bwrap) return `bubblewrap (bwrap) is not installed: ${who} run only inside its sandbox (apt-get install bubblewrap)`;
+  if (!runsAsRoot()) return { bwrap, setpriv: null };
+  const setpriv = Bun.which("setpriv", { PATH: searchPath });
+  if (!setpriv) return `setpriv (util-linux) is not installed: a root ops drops to an unprivileged user before it starts ${who}`;
+  return { bwrap, setpriv };
+}
+
+/** The argv prefix that drops a root ops to `ids` (default nobody) before the rest runs. */
+export function dropPrivilegesArgv(setpriv: string, ids: { uid: number; gid: number } = { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID }): string[] {
+  return [setpriv, `--reuid=${ids.uid}`, `--regid=${ids.gid}`, "--clear-groups", "--"];
+}
+
+/** The host uid/gid that files written by the sandbox belong to. */
+export function hostIds(): { uid: number; gid: number } {
+  if (runsAsRoot()) return { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID };
+  return { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+}
+
+/**
+ * Make `dir` (recursively) owned by the sandbox's host user, so a build may write in it. Only
+ * needed when ops runs as root; symlinks are re-owned, never followed. Skips a tree whose root
+ * already has the right owner (a cache the sandbox created).
+ */
+export function handOver(dir: string, opts: { force?: boolean } = {}): void {
+  if (!runsAsRoot()) return;
+  const { uid, gid } = hostIds();
+  const top = lstatSync(dir);
+  if (!opts.force && top.uid === uid && top.gid === gid) return;
+  const walk = (p: string) => {
+    const st = lstatSync(p);
+    if (st.uid !== uid || st.gid !== gid) lchownSync(p, uid, gid);
+    if (st.isDirectory()) for (const name of readdirSync(p)) walk(path.join(p, name));
+  };
+  walk(dir);
+}
+
+/**
+ * Null when the sandbox's host user can reach `p` (every parent searchable by it), else the first
+ * directory in the way. Only a root ops changes user; otherwise ops reaches what it created.
+ */
+export function unreachable(p: string): string | null {
+  if (!runsAsRoot()) return null;
+  const { uid, gid } = hostIds();
+  let dir = path.dirname(path.resolve(p));
+  for (;;) {
+    const st = lstatSync(dir);
+    const bit = st.uid === uid ? 0o100 : st.gid === gid ? 0o010 : 0o001;
+    if ((st.mode & bit) === 0) return dir;
+    const up = path.dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+}
+
+/** Create a directory for the sandbox's user (owned by it when ops is root). */
+export function sandboxDir(dir: string): string {
+  if (!existsSync(dir)) mkdirSync(dir, { mode: 0o700 });
+  if (runsAsRoot()) chownSync(dir, HOST_UNPRIVILEGED_ID, HOST_UNPRIVILEGED_ID);
+  return dir;
+}
+
+/** /etc/passwd and /etc/group naming the build user, written under `dir`. */
+export function writePasswd(dir: string): { passwd: string; group: string } {
+  mkdirSync(dir, { recursive: true });
+  const passwd = path.join(dir, "passwd");
+  const group = path.join(dir, "group");
+  writeFileSync(passwd, `root:x:0:0:root:/root:/bin/sh\nbuild:x:${SANDBOX_UID}:${SANDBOX_GID}:build:${SANDBOX_HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`);
+  writeFileSync(group, `root:x:0:\nbuild:x:${SANDBOX_GID}:\nnogroup:x:65534:\n`);
+  return { passwd, group };
+}

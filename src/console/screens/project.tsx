@@ -1,0 +1,78 @@
+/**
+ * Projects: the list of the caller's projects (`/projects`) and the frame of one project's pages
+ * (`/projects/<slug>/<section>/…`): its name, an environment-independent section navigation, and
+ * the section's screen (see sections.tsx).
+ */
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError, type Me } from "../api";
+import { Alert, Link } from "../ui";
+import { SECTIONS, type ProjectInfo } from "../sections";
+
+export function ProjectList() {
+  const [projects, setProjects] = useState<ProjectInfo[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    api<ProjectInfo[]>("GET", "/api/v1/projects")
+      .then(setProjects)
+      .catch((e) => setError(e instanceof ApiError ? e.message : "Could not load your projects."));
+  }, []);
+  if (error) return <Alert>{error}</Alert>;
+  if (!projects) return <p aria-busy="true">Loading projects…</p>;
+  return (
+    <section aria-labelledby="projects-title">
+      <h1 id="projects-title">Projects</h1>
+      {projects.length === 0 ? (
+        <p class="muted">You are not a member of any project yet. An estate owner adds you to one.</p>
+      ) : (
+        <ul class="components">
+          {projects.map((p) => (
+            <li key={p.slug}>
+              <span class="component-name">
+                <Link href={`/projects/${p.slug}`}>{p.name}</Link>
+              </span>
+              <code class="muted">{p.slug}</code>
+              {p.archived && <span class="tag tag-warn">archived</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+/** `segments` = the path after `/projects/`: `[slug, section?, ...rest]`. */
+export function ProjectFrame(props: { me: Me; segments: string[]; query: URLSearchParams }) {
+  const [slug, sectionId = "", ...rest] = props.segments;
+  const [project, setProject] = useState<ProjectInfo | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    setProject(null);
+    setError(null);
+    api<ProjectInfo>("GET", `/api/v1/projects/${encodeURIComponent(slug as string)}`)
+      .then(setProject)
+      .catch((e) => setError(e instanceof ApiError ? (e.status === 404 ? `There is no project "${slug}".` : e.message) : "Could not load the project."));
+  }, [slug]);
+
+  const section = SECTIONS.find((s) => s.id === sectionId);
+  if (error) return <Alert>{error}</Alert>;
+  if (!project) return <p aria-busy="true">Loading project…</p>;
+  const Screen = section?.component;
+  return (
+    <>
+      <div class="project-head">
+        <h1>
+          <Link href="/projects">Projects</Link> <span class="muted">/</span> {project.name}
+          {project.archived && <span class="tag tag-warn">archived</span>}
+        </h1>
+        <nav class="tabs" aria-label="Project">
+          {SECTIONS.map((s) => (
+            <Link key={s.id} href={`/projects/${project.slug}${s.id ? `/${s.id}` : ""}`} class={s.id === sectionId ? "current" : undefined}>
+              {s.label}
+            </Link>
+          ))}
+        </nav>
+      </div>
+      {Screen ? <Screen me={props.me} project={project} rest={rest} query={props.query} /> : <Alert kind="info">This project has no page "{sectionId}".</Alert>}
+    </>
+  );
+}

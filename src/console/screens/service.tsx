@@ -1,0 +1,257 @@
+/**
+ * A service's page (`/projects/<slug>/deployments/<service>?environment=…`): its health, the
+ * digest it runs and its replicas (state, port, restarts, last exit), deploy — a build of the
+ * service, the newest pushed image, or a digest — and rollback, each behind a confirmation, and
+ * the service's timeline. While a rollout is in flight the page reads the service again every
+ * two seconds.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError } from "../api";
+import { Alert, Link, when } from "../ui";
+import type { ProjectInfo } from "../sections";
+import { EnvironmentPicker } from "./project-overview";
+import { short, StatusBadge, TimelineTable, type ServiceInfo, type TimelineEntry } from "./deployments";
+
+interface BuildInfo {
+  id: number;
+  status: string;
+  commit_sha: string;
+  message: string;
+  image_digest?: string | null;
+  queued_at: string;
+}
+
+interface Candidate {
+  key: string;
+  /** In the picker. */
+  label: string;
+  /** In the confirmation's sentence. */
+  what: string;
+  body: { digest: string } | { build_id: number };
+}
+
+type Pending = { kind: "deploy"; candidate: Candidate } | { kind: "rollback"; digest: string };
+
+const IN_FLIGHT = new Set(["queued", "starting", "releasing", "probing", "switching", "draining", "unhealthy", "rolling_back"]);
+
+/** What can be deployed: the service's builds with an image, else the newest pushed image. */
+async function loadCandidates(slug: string, env: string, service: string): Promise<Candidate[]> {
+  const out: Candidate[] = [];
+  const built = new Set<string>();
+  try {
+    const builds = await api<BuildInfo[]>("GET", `/api/v1/projects/${slug}/builds?environment=${encodeURIComponent(env)}&service=${encodeURIComponent(service)}&limit=20`);
+    for (const b of builds) {
+      if (!b.image_digest) continue;
+      built.add(b.image_digest);
+      out.push({ key: `b${b.id}`, label: `Build ${b.id}: ${b.message} (${b.commit_sha.slice(0, 12)}, ${b.status})`, what: `build ${b.id} (${short(b.image_digest)})`, body: { build_id: b.id } });
+    }
+  } catch (e) {
+    // A server without builds answers 404 for the route: the images below remain.
+    if (!(e instanceof ApiError) || e.status !== 404) throw e;
+  }
+  const packages = await api<{ images: Array<{ service: string; digest: string; commit: string; pushed_at?: string | null }> }>("GET", `/api/v1/projects/${slug}/packages`).catch(() => ({ images: [] }));
+  const image = packages.images.find((i) => i.service === service);
+  if (image && !built.has(image.digest)) out.push({ key: `i${image.digest}`, label: `Newest pushed image ${short(image.digest)}${image.commit ? ` (${image.commit.slice(0, 12)})` : ""}`, what: `the image ${short(image.digest)}`, body: { digest: image.digest } });
+  return out;
+}
+
+export function ServicePage(props: { project: ProjectInfo; service: string; query: URLSearchParams }) {
+  const slug = props.project.slug;
+  const envs = props.project.environments;
+  const env = props.query.get("environment") ?? envs[0] ?? "production";
+  const base = `/api/v1/projects/${slug}/resources/service/${encodeURIComponent(props.service)}`;
+  const q = `environment=${encodeURIComponent(env)}`;
+  const [svc, setSvc] = useState<ServiceInfo | null>(null);
+  const [timeline, setTimeline] = useState<TimelineEntry[]>([]);
+  const [candidates, setCandidates] = useState<Candidate[]>([]);
+  const [choice, setChoice] = useState("");
+  const [digest, setDigest] = useState("");
+  const [pending, setPending] = useState<Pending | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const load = () =>
+    Promise.all([api<ServiceInfo>("GET", `${base}?${q}`), api<TimelineEntry[]>("GET", `/api/v1/projects/${slug}/deployments?${q}&service=${encodeURIComponent(props.service)}&limit=50`)])
+      .then(([s, tl]) => {
+        setSvc(s);
+        setTimeline(tl);
+      })
+      .catch((e) => setError(e instanceof ApiError ? (e.status === 404 ? `There is no service "${props.service}" in ${env}.` : e.message) : "Could not load the service."));
+
+  useEffect(() => {
+    setSvc(null);
+    setError(null);
+    void load();
+    loadCandidates(slug, env, props.service)
+      .then((c) => {
+        setCandidates(c);
+        setChoice(c[0]?.key ?? "");
+      })
+      .catch(() => setCandidates([]));
+  }, [slug, env, props.service]);
+
+  const flying = svc?.status.detail?.rollout ?? null;
+  const latest = timeline[0]?.deployment;
+  const moving = !!flying || (latest ? IN_FLIGHT.has(latest.rollout) : false);
+  useEffect(() => {
+    if (!moving) return;
+    const timer = setInterval(() => void load(), 2000);
+    return () => clearInterval(timer);
+  }, [moving, slug, env, props.service]);
+
+  const current = svc?.status.detail?.digest ?? null;
+  const rollbackTo = timeline.map((r) => r.deployment).find((d) => d && d.rollout === "healthy" && d.image_digest !== current)?.image_digest ?? null;
+
+  function askDeploy(e: Event) {
+    e.preventDefault();
+    setNotice(null);
+    setError(null);
+    const typed = digest.trim();
+    const picked = typed ? { key: "typed", label: typed, what: `the image ${short(typed)}`, body: { digest: typed } } : candidates.find((c) => c.key === choice);
+    if (!picked) return setError("Pick a build or an image, or paste a digest.");
+    setPending({ kind: "deploy", candidate: picked });
+  }
+
+  async function confirm() {
+    if (!pending) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const d =
+        pending.kind === "deploy"
+          ? await api<{ id: number; image_digest: string }>("POST", `${base}/deploy?${q}`, pending.candidate.body)
+          : await api<{ id: number; image_digest: string }>("POST", `${base}/rollback?${q}`, { digest: pending.digest });
+      setNotice(`Deployment ${d.id} of ${short(d.image_digest)} is recorded; the timeline follows its rollout.`);
+      setDigest("");
+      await load();
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : "The request failed.");
+    } finally {
+      setPending(null);
+      setBusy(false);
+    }
+  }
+
+  const d = svc?.status.detail ?? {};
+  return (
+    <section aria-labelledby="service-title">
+      <h2 id="service-title">
+        <Link href={`/projects/${slug}/deployments?${q}`}>Deployments</Link> <span class="muted">/</span> {props.service}
+      </h2>
+      <EnvironmentPicker environments={envs} current={env} />
+      {error && <Alert>{error}</Alert>}
+      {notice && <Alert kind="ok">{notice}</Alert>}
+      {!svc && !error && <p aria-busy="true">Loading the service…</p>}
+      {svc && (
+        <>
+          <dl class="facts">
+            <dt>Health</dt>
+            <dd>
+              <StatusBadge state={svc.status.state} /> {svc.status.summary}
+            </dd>
+            <dt>Running</dt>
+            <dd>
+              <code>{current ?? "nothing deployed"}</code>
+            </dd>
+            <dt>Replicas</dt>
+            <dd>{d.replicas_wanted ?? svc.spec.replicas ?? 1} wanted</dd>
+            <dt>Health check</dt>
+            <dd>{svc.spec.health_check_path ? <code>{svc.spec.health_check_path}</code> : "the port accepts connections"}</dd>
+            {flying && (
+              <>
+                <dt>Rollout</dt>
+                <dd aria-live="polite">
+                  Deployment {flying.deployment} is {flying.rollout.replace("_", " ")}
+                  {flying.note ? `: ${flying.note}` : ""}
+                </dd>
+              </>
+            )}
+          </dl>
+
+          {(d.replicas ?? []).length > 0 && (
+            <table class="replicas">
+              <caption class="visually-hidden">Replicas</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Replica</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Port</th>
+                  <th scope="col">Restarts</th>
+                  <th scope="col">Last exit</th>
+                  <th scope="col">Memory</th>
+                </tr>
+              </thead>
+              <tbody>
+                {(d.replicas ?? []).map((r) => (
+                  <tr key={r.id}>
+                    <td>
+                      <code>{r.id.split(".").at(-1)}</code>
+                    </td>
+                    <td>
+                      <span class={`badge badge-${r.state === "running" ? "operational" : r.state === "crashed" ? "down" : "degraded"}`}>{r.state}</span>
+                    </td>
+                    <td>{r.port}</td>
+                    <td>{r.restarts}</td>
+                    <td>{r.last_exit ? `${r.last_exit.oom_killed ? "out of memory" : r.last_exit.signal ?? `code ${r.last_exit.code}`}, ${when(r.last_exit.at)}` : "—"}</td>
+                    <td>{r.memory.limit_mb === null ? "no limit" : `${r.memory.limit_mb} MiB${r.memory.enforced ? "" : " (not enforced)"}`}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+
+          <form class="deploy-form" onSubmit={askDeploy}>
+            <h3>Deploy</h3>
+            {candidates.length > 0 && (
+              <>
+                <label for="deploy-pick">Build or image</label>
+                <select id="deploy-pick" value={choice} onChange={(e) => setChoice((e.target as HTMLSelectElement).value)}>
+                  {candidates.map((c) => (
+                    <option key={c.key} value={c.key}>
+                      {c.label}
+                    </option>
+                  ))}
+                </select>
+              </>
+            )}
+            <label for="deploy-digest">Or a digest</label>
+            <input id="deploy-digest" placeholder="sha256:…" value={digest} onInput={(e) => setDigest((e.target as HTMLInputElement).value)} />
+            <p class="hint">Only images signed by this ops server's key are deployed.</p>
+            <div class="actions">
+              <button type="submit" class="primary" disabled={busy || moving}>
+                Deploy…
+              </button>
+              <button type="button" disabled={busy || moving || !rollbackTo} onClick={() => rollbackTo && setPending({ kind: "rollback", digest: rollbackTo })}>
+                Roll back…
+              </button>
+              {moving && <span class="muted">A rollout is in flight.</span>}
+              {!rollbackTo && !moving && <span class="muted">Nothing to roll back to yet.</span>}
+            </div>
+          </form>
+
+          {pending && (
+            <div class="confirm card" role="alertdialog" aria-labelledby="confirm-title" aria-describedby="confirm-text">
+              <h3 id="confirm-title">{pending.kind === "deploy" ? "Deploy?" : "Roll back?"}</h3>
+              <p id="confirm-text">
+                {pending.kind === "deploy" ? `Deploy ${pending.candidate.what} to ${props.service} in ${env}?` : `Roll ${props.service} in ${env} back to ${short(pending.digest)}?`} The new replicas take traffic
+                only once they are healthy.
+              </p>
+              <div class="actions">
+                <button type="button" class={pending.kind === "deploy" ? "primary" : "danger"} disabled={busy} onClick={() => void confirm()}>
+                  {pending.kind === "deploy" ? "Yes, deploy" : "Yes, roll back"}
+                </button>
+                <button type="button" disabled={busy} onClick={() => setPending(null)}>
+                  Cancel
+                </button>
+              </div>
+            </div>
+          )}
+
+          <h3>Timeline</h3>
+          <TimelineTable rows={timeline} />
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,160 @@
+/**
+ * A project's Sources page (`/projects/<slug>/sources`): the connected repositories with their
+ * last push, what their ops.toml declares and the clone URL (with a copy button), and a form to
+ * connect one. `/projects/<slug>/sources/<id>` is a repository's studio (studio.tsx). A link from
+ * the code host's web pages (`?repo=owner/name&ref=…&path=…`) opens the matching studio.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError } from "../api";
+import { Alert, Link, ago, navigate } from "../ui";
+import type { SectionProps } from "../sections";
+import { Studio } from "./studio";
+
+export interface SourceInfo {
+  id: string;
+  repo: string;
+  clone_url: string;
+  default_branch: string;
+  connected_at: string;
+  installation_id: number;
+  last_event_at?: string | null;
+  services: string[];
+  declared?: { services: string[]; steps: string[]; domains: Record<string, string[]>; hooks: Record<string, string[]> } | null;
+}
+
+/** The section: the list, or a studio when the path names a source. */
+export function SourcesSection(props: SectionProps) {
+  const id = props.rest[0];
+  if (id) return <Studio project={props.project} sourceId={id} query={props.query} />;
+  return <SourceList {...props} />;
+}
+
+/** A read-only URL with a button that copies it. */
+export function CopyField(props: { label: string; value: string }) {
+  const [copied, setCopied] = useState<string | null>(null);
+  async function copy() {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied("Copied.");
+    } catch {
+      setCopied("Select the URL and copy it.");
+    }
+  }
+  return (
+    <span class="copy-field">
+      <input readOnly value={props.value} aria-label={props.label} onFocus={(e) => (e.target as HTMLInputElement).select()} />
+      <button type="button" class="small" onClick={() => void copy()}>
+        Copy
+      </button>
+      <span role="status" class="muted">
+        {copied}
+      </span>
+    </span>
+  );
+}
+
+function SourceList(props: SectionProps) {
+  const slug = props.project.slug;
+  const [sources, setSources] = useState<SourceInfo[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [repo, setRepo] = useState(`${slug}/`);
+  const [busy, setBusy] = useState(false);
+  const [notice, setNotice] = useState<string | null>(null);
+
+  const load = () =>
+    api<SourceInfo[]>("GET", `/api/v1/projects/${slug}/sources`)
+      .then((list) => {
+        setSources(list);
+        const wanted = props.query.get("repo");
+        const match = wanted ? list.find((s) => s.repo === wanted) : undefined;
+        if (match) {
+          const q = new URLSearchParams();
+          for (const k of ["ref", "path", "pull"]) {
+            const v = props.query.get(k);
+            if (v) q.set(k, v);
+          }
+          navigate(`/projects/${slug}/sources/${match.id}${q.size ? `?${q}` : ""}`);
+        }
+      })
+      .catch((e) => setError(e instanceof ApiError ? e.message : "Could not load the sources."));
+  useEffect(() => {
+    void load();
+  }, [slug]);
+
+  async function connect(ev: Event) {
+    ev.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const s = await api<SourceInfo>("POST", `/api/v1/projects/${slug}/sources`, { repo: repo.trim() });
+      setNotice(`Connected ${s.repo}. Push to it with: git push ${s.clone_url} main`);
+      setRepo(`${slug}/`);
+      await load();
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : "Could not connect the repository.");
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section aria-labelledby="sources-title">
+      <h2 id="sources-title">Sources</h2>
+      <p class="hint">Repositories this project builds from. Push with an ops token as the password (any user name); edit files in a repository's studio.</p>
+      {error && <Alert>{error}</Alert>}
+      {notice && <Alert kind="ok">{notice}</Alert>}
+      {!sources && !error && <p aria-busy="true">Loading sources…</p>}
+      {sources && sources.length === 0 && <p class="muted">No repository is connected yet.</p>}
+      {sources && sources.length > 0 && (
+        <table class="sources">
+          <thead>
+            <tr>
+              <th scope="col">Repository</th>
+              <th scope="col">Last push</th>
+              <th scope="col">Declared services</th>
+              <th scope="col">Clone URL</th>
+            </tr>
+          </thead>
+          <tbody>
+            {sources.map((s) => (
+              <tr key={s.id}>
+                <td>
+                  <Link href={`/projects/${slug}/sources/${s.id}`}>
+                    <strong>{s.repo}</strong>
+                  </Link>
+                  <div class="muted">{s.default_branch}</div>
+                </td>
+                <td>{s.last_event_at ? <time dateTime={s.last_event_at} title={s.last_event_at}>{ago(s.last_event_at)}</time> : <span class="muted">never</span>}</td>
+                <td>
+                  {s.declared && s.declared.services.length > 0 ? (
+                    s.declared.services.map((n) => (
+                      <span key={n} class="tag">
+                        {n}
+                      </span>
+                    ))
+                  ) : (
+                    <span class="muted">{s.services.length > 0 ? s.services.join(", ") : "none"}</span>
+                  )}
+                </td>
+                <td>
+                  <CopyField label={`Clone URL of ${s.repo}`} value={s.clone_url} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <form class="card connect" onSubmit={(e) => void connect(e)}>
+        <h3>Connect a repository</h3>
+        <label for="connect-repo">Repository (owner/name)</label>
+        <input id="connect-repo" value={repo} onInput={(e) => setRepo((e.target as HTMLInputElement).value)} required pattern="[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+" />
+        <p class="hint">On the built-in git host the owner is this project ({slug}); a missing repository is created empty, with the default branch main.</p>
+        <div class="actions">
+          <button type="submit" class="primary" disabled={busy}>
+            {busy ? "Connecting…" : "Connect"}
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}

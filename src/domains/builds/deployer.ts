@@ -1,0 +1,50 @@
+/**
+ * The hand-off to deployments (BUILDS-DEPLOY-CONTRACT.md). Builds never imports the deployments
+ * domain: deployments installs a `BuildDeployer` here from its module's `install`, and builds calls
+ * it once a signed image build enters `deploying`. Without one, a build ends `healthy` after
+ * signing with a note saying it was not deployed.
+ */
+import type { Core } from "../../core/core";
+import type { DeploymentOfBuild } from "./model";
+
+/** What a deployer receives for a signed build. */
+export interface DeployableBuild {
+  id: number;
+  /** The project's slug. */
+  project: string;
+  environment: string;
+  service: string;
+  imageDigest: string;
+  imageRef: string;
+  commitSha: string;
+  message: string;
+  author: string;
+  requestedBy: string;
+  trigger: string;
+  sourceId: string | null;
+  repo: string;
+}
+
+export interface BuildDeployer {
+  /**
+   * Start the rollout of the build's image; resolve once the rollout is recorded (not finished).
+   * Throw an OpsError to refuse it (the build fails with `failure_kind: deploy` and the message).
+   * Called again for the same build only when ops stopped before an earlier call resolved: the
+   * deployer then answers from the rollout it already recorded for that build, if any.
+   */
+  deployBuild(core: Core, build: DeployableBuild): Promise<void>;
+  /** The rollout recorded for a build (BuildDetailResponse.deployment); null when none. */
+  deploymentOf?(core: Core, buildId: number): DeploymentOfBuild | null;
+}
+
+const DEPLOYER = "builds.deployer";
+
+/** Install the deployer (the deployments module's `install` calls this). */
+export function installBuildDeployer(core: Core, deployer: BuildDeployer): void {
+  core.locals.set(DEPLOYER, deployer);
+}
+
+/** The installed deployer, or null. */
+export function buildDeployer(core: Core): BuildDeployer | null {
+  return (core.locals.get(DEPLOYER) as BuildDeployer | undefined) ?? null;
+}

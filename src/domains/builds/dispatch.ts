@@ -1,0 +1,103 @@
+/**
+ * The build queue. At most `OPS_BUILD_CONCURRENCY` builds are in a working state (cloning …
+ * signing; a build waiting for its rollout's verdict holds no builder); the rest wait `queued`.
+ * When a slot frees, the queue is fair across projects: it serves the project it served least
+ * recently (round-robin by project, remembered through `dispatch_seq`, the order in which builds
+ * left the queue), and within a project the oldest build first. One project pushing twenty
+ * commits cannot starve another project's single build.
+ *
+ * Each step of a build is a scheduler item (`builds.step`, leased and renewed while it runs);
+ * the build row names the item that owns its current step (`step_item`), so an item a dead
+ * worker left behind finds itself stale and does nothing.
+ */
+import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
+import type { Core } from "../../core/core";
+import { tx, type Queryable, type Tx } from "../../core/db/client";
+import { builds } from "./tables";
+import { WORKING_STATES, type BuildState } from "./model";
+
+export const STEP_ITEM = "builds.step";
+
+export interface StepPayload {
+  build: number;
+  state: BuildState;
+}
+
+/**
+ * Under `ops serve`, start due step items now rather than at the scheduler's next tick: a build's
+ * steps follow each other without waiting a tick each. Call after the enqueueing transaction
+ * committed. (Tests run the scheduler themselves.)
+ */
+export function kickScheduler(core: Core): void {
+  if (!core.scheduler.started) return;
+  setTimeout(() => {
+    core.scheduler.runDue({ wait: false }).catch((e) => core.log.warn("build step kick failed", { err: (e as Error).message }));
+  }, 0);
+}
+
+/** Enqueue the item that runs `state` of a build and make it the build's owner (inside `t`). */
+export function enqueueStep(core: Core, t: Tx, buildId: number, state: BuildState): string {
+  const item = core.scheduler.enqueue(t, STEP_ITEM, { build: buildId, state } satisfies StepPayload, { maxAttempts: 1 });
+  t.update(builds).set({ stepItem: item }).where(eq(builds.id, buildId)).run();
+  return item;
+}
+
+/**
+ * The queued build to start next (see the file comment), or null. The project served least
+ * recently goes first (never served = first); ties go to the project whose oldest queued build
+ * is oldest.
+ */
+export function pickNext(q: Queryable): { id: number; projectId: string } | null {
+  const queued = q.select({ id: builds.id, projectId: builds.projectId }).from(builds).where(eq(builds.status, "queued")).orderBy(asc(builds.id)).all();
+  if (queued.length === 0) return null;
+  const oldest = new Map<string, number>();
+  for (const b of queued) if (!oldest.has(b.projectId)) oldest.set(b.projectId, b.id);
+  const served = new Map(
+    q
+      .select({ projectId: builds.projectId, last: sql<number>`max(${builds.dispatchSeq})` })
+      .from(builds)
+      .where(and(inArray(builds.projectId, [...oldest.keys()]), isNotNull(builds.dispatchSeq)))
+      .groupBy(builds.projectId)
+      .all()
+      .map((r) => [r.projectId, r.last]),
+  );
+  let best: string | null = null;
+  for (const project of oldest.keys()) {
+    if (best === null) {
+      best = project;
+      continue;
+    }
+    const a = served.get(project) ?? -1;
+    const b = served.get(best) ?? -1;
+    if (a < b || (a === b && oldest.get(project)! < oldest.get(best)!)) best = project;
+  }
+  return { id: oldest.get(best!)!, projectId: best! };
+}
+
+/** Builds in a working state now. */
+export function workingCount(q: Queryable): number {
+  return q.select({ n: sql<number>`count(*)` }).from(builds).where(inArray(builds.status, [...WORKING_STATES])).get()?.n ?? 0;
+}
+
+/**
+ * Start queued builds while slots are free: each moves to `cloning` with its first step item.
+ * Returns the ids started. Safe to call any time (after a queue, a finish, a start-up).
+ */
+export function dispatchBuilds(core: Core): number[] {
+  const started = tx(core.db, (t) => {
+    const started: number[] = [];
+    let free = core.config.buildConcurrency - workingCount(t);
+    while (free > 0) {
+      const next = pickNext(t);
+      if (!next) break;
+      const seq = (t.select({ n: sql<number>`coalesce(max(${builds.dispatchSeq}), 0)` }).from(builds).get()?.n ?? 0) + 1;
+      t.update(builds).set({ status: "cloning", startedAt: core.clock.now(), dispatchSeq: seq }).where(eq(builds.id, next.id)).run();
+      enqueueStep(core, t, next.id, "cloning");
+      started.push(next.id);
+      free--;
+    }
+    return started;
+  });
+  if (started.length > 0) kickScheduler(core);
+  return started;
+}

@@ -1,0 +1,145 @@
+/**
+ * The image writer: the layer read back with GNU tar (owner, paths, modes, mtimes, long names,
+ * links), the same digest for the same commit however the files were made, the config and
+ * manifest fields, and the refusals (escaping symlinks, absolute symlinks, FIFOs).
+ */
+import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import { chmodSync, linkSync, mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { tempDir } from "../../../test/harness";
+import { run } from "../registries/testing";
+import { packImage, ImageRefused, type ImageSpec } from "./image";
+
+let root: string;
+const COMMIT_TIME = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
+const OLD = Date.UTC(1985, 9, 26, 8, 15) / 1000;
+
+function tree(name: string, files: Array<[string, string]>): string {
+  const dir = path.join(root, name);
+  mkdirSync(dir, { recursive: true });
+  for (const [rel, text] of files) {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    writeFileSync(path.join(dir, rel), text);
+  }
+  return dir;
+}
+
+function spec(outputDir: string, over: Partial<ImageSpec> = {}): ImageSpec {
+  return { outputDir, layerFile: path.join(root, `${path.basename(outputDir)}-${Math.random().toString(36).slice(2)}.tar.gz`), start: "node server.js", port: 8080, commit: "0123456789abcdef0123456789abcdef01234567", commitTime: COMMIT_TIME, source: "shop/web", ...over };
+}
+
+const LONG = `node_modules/${"a".repeat(60)}/${"b".repeat(60)}/index.js`;
+const FILES: Array<[string, string]> = [
+  ["server.js", "require('http').createServer((q, s) => s.end('ok')).listen(process.env.PORT)\n"],
+  ["public/index.html", "<h1>hi</h1>\n"],
+  ["bin/run", "#!/bin/sh\nexec node server.js\n"],
+  [LONG, "module.exports = 1;\n"],
+  ["node_modules/dep/package.json", '{"name":"dep"}\n'],
+];
+
+beforeAll(() => {
+  root = tempDir("ops-image-");
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("packImage", () => {
+  test("the layer holds the output under /app, owned by 1000, sorted, mtimes clamped to the commit", async () => {
+    const dir = tree("a", FILES);
+    chmodSync(path.join(dir, "bin/run"), 0o755);
+    utimesSync(path.join(dir, "node_modules/dep/package.json"), OLD, OLD);
+    symlinkSync("../server.js", path.join(dir, "bin/server"));
+    linkSync(path.join(dir, "server.js"), path.join(dir, "server-copy.js"));
+    const img = await packImage(spec(dir));
+    const listing = await run(["tar", "--numeric-owner", "--full-time", "-tvzf", img.layer.file], { cwd: root, env: { TZ: "UTC" } });
+    expect(listing.code).toBe(0);
+    const rows = listing.stdout.trim().split("\n").map((l) => l.split(/\s+/));
+    const names = rows.map((r) => r.slice(5).join(" "));
+    expect(names).toEqual([
+      "app/",
+      "app/bin/",
+      "app/bin/run",
+      "app/bin/server -> ../server.js",
+      "app/node_modules/",
+      `app/node_modules/${"a".repeat(60)}/`,
+      // A directory name split into ustar's prefix and name fields loses its trailing slash.
+      `app/node_modules/${"a".repeat(60)}/${"b".repeat(60)}`,
+      `app/${LONG}`,
+      "app/node_modules/dep/",
+      "app/node_modules/dep/package.json",
+      "app/public/",
+      "app/public/index.html",
+      "app/server-copy.js",
+      "app/server.js link to app/server-copy.js",
+    ]);
+    for (const r of rows) expect(r[1]).toBe("1000/1000");
+    const byName = new Map(rows.map((r) => [r.slice(5).join(" "), r]));
+    expect(byName.get("app/bin/run")![0]).toBe("-rwxr-xr-x");
+    expect(byName.get(`app/node_modules/${"a".repeat(60)}/${"b".repeat(60)}`)![0]).toStartWith("d");
+    expect(byName.get("app/server-copy.js")![3] + " " + byName.get("app/server-copy.js")![4]).toBe("2026-01-02 03:04:05");
+    expect(byName.get("app/node_modules/dep/package.json")![3]).toBe("1985-10-26");
+    expect(img.entries).toBe(14);
+
+    const out = tempDir("ops-image-x-");
+    const x = await run(["tar", "-xzf", img.layer.file, "-C", out], { cwd: root });
+    expect(x.code).toBe(0);
+    expect(await Bun.file(path.join(out, "app", LONG)).text()).toBe("module.exports = 1;\n");
+    rmSync(out, { recursive: true, force: true });
+  });
+
+  test("the same commit gives the same digests, whatever order and time the files were written in", async () => {
+    const a = tree("same-a", FILES);
+    await Bun.sleep(1100);
+    const b = tree("same-b", [...FILES].reverse());
+    utimesSync(path.join(b, "server.js"), new Date(), new Date(Date.now() + 3600_000));
+    const [ia, ib] = [await packImage(spec(a)), await packImage(spec(b))];
+    expect(ib.layer.digest).toBe(ia.layer.digest);
+    expect(ib.layer.diffId).toBe(ia.layer.diffId);
+    expect(ib.manifest.digest).toBe(ia.manifest.digest);
+    const other = await packImage(spec(a, { commit: "fedcba9876543210fedcba9876543210fedcba98" }));
+    expect(other.layer.digest).toBe(ia.layer.digest);
+    expect(other.manifest.digest).not.toBe(ia.manifest.digest);
+    writeFileSync(path.join(b, "server.js"), "changed\n");
+    expect((await packImage(spec(b))).layer.digest).not.toBe(ia.layer.digest);
+  });
+
+  test("config and manifest: entrypoint, command, working dir, port, labels, one gzip layer", async () => {
+    const img = await packImage(spec(tree("cfg", FILES), { port: 3000, start: "npm start" }));
+    const cfg = JSON.parse(new TextDecoder().decode(img.config.bytes));
+    expect(cfg.os).toBe("linux");
+    expect(cfg.created).toBe("2026-01-02T03:04:05.000Z");
+    expect(cfg.config).toEqual({
+      User: "1000:1000",
+      Env: ["PORT=3000"],
+      Entrypoint: ["/bin/sh", "-c"],
+      Cmd: ["npm start"],
+      WorkingDir: "/app",
+      ExposedPorts: { "3000/tcp": {} },
+      Labels: { "org.opencontainers.image.revision": "0123456789abcdef0123456789abcdef01234567", "org.opencontainers.image.source": "shop/web", "dev.ops.runtime": "process" },
+    });
+    expect(cfg.rootfs).toEqual({ type: "layers", diff_ids: [img.layer.diffId] });
+    const man = JSON.parse(new TextDecoder().decode(img.manifest.bytes));
+    expect(man).toMatchObject({
+      schemaVersion: 2,
+      mediaType: "application/vnd.oci.image.manifest.v1+json",
+      config: { mediaType: "application/vnd.oci.image.config.v1+json", digest: img.config.digest, size: img.config.size },
+      layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest: img.layer.digest, size: img.layer.size }],
+    });
+    expect(img.layer.size).toBe(Bun.file(img.layer.file).size);
+    expect(`sha256:${new Bun.CryptoHasher("sha256").update(await Bun.file(img.layer.file).arrayBuffer()).digest("hex")}`).toBe(img.layer.digest);
+  });
+
+  test("refused: a symlink out of the output, an absolute symlink, a FIFO; the message names the path", async () => {
+    const up = tree("esc", [["x", "1"]]);
+    symlinkSync("../../etc/passwd", path.join(up, "leak"));
+    await expect(packImage(spec(up))).rejects.toThrow("the symlink leak points outside the output directory");
+    const abs = tree("abs", [["x", "1"]]);
+    mkdirSync(path.join(abs, "venv/bin"), { recursive: true });
+    symlinkSync("/usr/bin/python3", path.join(abs, "venv/bin/python"));
+    await expect(packImage(spec(abs))).rejects.toBeInstanceOf(ImageRefused);
+    await expect(packImage(spec(abs))).rejects.toThrow("venv/bin/python points to the absolute path /usr/bin/python3");
+    const fifo = tree("fifo", [["x", "1"]]);
+    expect((await run(["mkfifo", path.join(fifo, "pipe")], { cwd: root })).code).toBe(0);
+    await expect(packImage(spec(fifo))).rejects.toThrow("pipe is a FIFO");
+    await expect(packImage(spec(fifo, { layerFile: path.join(fifo, "layer.tgz") }))).rejects.toThrow("outside the directory it packs");
+  });
+});

@@ -1,0 +1,233 @@
+/**
+ * The OCI image of a native build, written by ops: one gzip tar layer holding the output
+ * directory under `/app`, an image config and an image manifest (DESIGN §5).
+ *
+ * The same commit gives the same digest: entries are written in sorted order, every entry is owned
+ * by 1000:1000 with no user or group names, mtimes are clamped to the commit time (whole seconds),
+ * no atime/ctime/device/inode fields are written, setuid/setgid bits are dropped, and gzip's
+ * header carries no time. Headers are encoded with the `tar` package's Header and Pax (long names);
+ * the archive is streamed from disk through a hash (the diff id) and gzip into a file beside the
+ * build, never held in memory.
+ *
+ * Refused (the build fails naming the path): symlinks that are absolute or lead outside the output
+ * directory, and anything that is not a file, directory or symlink (FIFOs, sockets, devices).
+ * Hard links inside the directory become tar hard links to the first path in sorted order.
+ */
+import { createReadStream, createWriteStream, lstatSync, readdirSync, readlinkSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { createGzip } from "node:zlib";
+import { Readable, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import path from "node:path";
+import { Header, Pax } from "tar";
+import { SANDBOX_GID, SANDBOX_UID } from "../../adapters/builder/sandbox";
+
+export const OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json";
+export const OCI_CONFIG = "application/vnd.oci.image.config.v1+json";
+export const OCI_LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip";
+
+/** Where the output directory lives in the image; the config's WorkingDir. */
+export const IMAGE_APP_DIR = "app";
+
+export const LABEL_REVISION = "org.opencontainers.image.revision";
+export const LABEL_SOURCE = "org.opencontainers.image.source";
+export const LABEL_RUNTIME = "dev.ops.runtime";
+
+/** An output directory that cannot become an image (the message names the path). */
+export class ImageRefused extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(message);
+    this.name = "ImageRefused";
+  }
+}
+
+export interface ImageSpec {
+  /** The directory packed under /app. */
+  outputDir: string;
+  /** The layer file is written here (created; overwritten). */
+  layerFile: string;
+  /** The image's command: `Cmd: [start]` after `Entrypoint: ["/bin/sh","-c"]`. */
+  start: string;
+  port: number;
+  commit: string;
+  /** Commit time, epoch ms: the clamp for mtimes and the image's `created`. */
+  commitTime: number;
+  /** The repository the commit came from (`org.opencontainers.image.source`). */
+  source: string;
+}
+
+export interface Blob {
+  digest: string;
+  size: number;
+}
+
+export interface PackedImage {
+  layer: Blob & { file: string; diffId: string; mediaType: string };
+  config: Blob & { bytes: Uint8Array; mediaType: string };
+  manifest: Blob & { bytes: Uint8Array; mediaType: string };
+  /** Entries in the layer (directories included). */
+  entries: number;
+}
+
+interface Entry {
+  /** Path relative to the output dir, `/`-separated; "" is the directory itself. */
+  rel: string;
+  abs: string;
+  type: "File" | "Directory" | "SymbolicLink" | "Link";
+  mode: number;
+  size: number;
+  mtimeSec: number;
+  linkpath?: string;
+}
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Every entry of `dir`, depth first in sorted order, checked (see the file comment). */
+function listEntries(dir: string, clampSec: number): Entry[] {
+  const out: Entry[] = [];
+  const inodes = new Map<string, string>();
+  const visit = (abs: string, rel: string) => {
+    const st = lstatSync(abs);
+    const mtimeSec = Math.min(Math.floor(st.mtimeMs / 1000), clampSec);
+    const mode = st.mode & 0o1777;
+    const shown = rel === "" ? "." : rel;
+    if (st.isDirectory()) {
+      out.push({ rel, abs, type: "Directory", mode, size: 0, mtimeSec });
+      for (const name of readdirSync(abs).sort(byName)) visit(path.join(abs, name), rel === "" ? name : `${rel}/${name}`);
+    } else if (st.isSymbolicLink()) {
+      const target = readlinkSync(abs);
+      if (path.isAbsolute(target)) throw new ImageRefused(`the symlink ${shown} points to the absolute path ${target}; only links inside the output directory can be packed`, shown);
+      const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(rel), target));
+      if (resolved === ".." || resolved.startsWith("../")) throw new ImageRefused(`the symlink ${shown} points outside the output directory (${target})`, shown);
+      out.push({ rel, abs, type: "SymbolicLink", mode: 0o777, size: 0, mtimeSec, linkpath: target });
+    } else if (st.isFile()) {
+      const key = `${st.dev}:${st.ino}`;
+      const first = st.nlink > 1 ? inodes.get(key) : undefined;
+      if (first !== undefined) {
+        out.push({ rel, abs, type: "Link", mode, size: 0, mtimeSec, linkpath: `${IMAGE_APP_DIR}/${first}` });
+      } else {
+        if (st.nlink > 1) inodes.set(key, rel);
+        out.push({ rel, abs, type: "File", mode, size: st.size, mtimeSec });
+      }
+    } else {
+      const kind = st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device";
+      throw new ImageRefused(`${shown} is ${kind}; only files, directories and symlinks can be packed`, shown);
+    }
+  };
+  visit(dir, "");
+  return out;
+}
+
+function headerBlocks(e: Entry): Buffer[] {
+  const name = e.rel === "" ? `${IMAGE_APP_DIR}/` : `${IMAGE_APP_DIR}/${e.rel}${e.type === "Directory" ? "/" : ""}`;
+  const mtime = new Date(e.mtimeSec * 1000);
+  const header = new Header({ path: name, mode: e.mode, uid: SANDBOX_UID, gid: SANDBOX_GID, size: e.size, mtime, type: e.type, linkpath: e.linkpath ?? "", uname: "", gname: "" });
+  const blocks: Buffer[] = [];
+  if (header.encode()) blocks.push(new Pax({ path: name, linkpath: e.linkpath, mtime }).encode());
+  blocks.push(header.block!);
+  return blocks;
+}
+
+/** The uncompressed tar stream of the entries. */
+async function* tarStream(entries: Entry[]): AsyncGenerator<Buffer> {
+  for (const e of entries) {
+    for (const b of headerBlocks(e)) yield b;
+    if (e.type !== "File" || e.size === 0) continue;
+    let read = 0;
+    for await (const chunk of createReadStream(e.abs) as AsyncIterable<Buffer>) {
+      read += chunk.length;
+      if (read > e.size) throw new ImageRefused(`${e.rel} grew while it was being packed`, e.rel);
+      yield chunk;
+    }
+    if (read !== e.size) throw new ImageRefused(`${e.rel} shrank while it was being packed`, e.rel);
+    const pad = (512 - (e.size % 512)) % 512;
+    if (pad > 0) yield Buffer.alloc(pad);
+  }
+  yield Buffer.alloc(1024);
+}
+
+function hashing(hash: ReturnType<typeof createHash>, count: { bytes: number }): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      hash.update(chunk);
+      count.bytes += chunk.length;
+      cb(null, chunk);
+    },
+  });
+}
+
+const sha256 = (b: Uint8Array) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
+
+/** The layer only: tar of `outputDir` under /app, gzip'd into `layerFile`. */
+export async function packLayer(outputDir: string, layerFile: string, clampMs: number): Promise<PackedImage["layer"] & { entries: number }> {
+  const rel = path.relative(outputDir, layerFile);
+  if (!rel.startsWith("..") && !path.isAbsolute(rel)) throw new Error("the layer file must be written outside the directory it packs");
+  const entries = listEntries(outputDir, Math.floor(clampMs / 1000));
+  const tarHash = createHash("sha256");
+  const gzHash = createHash("sha256");
+  const tarCount = { bytes: 0 };
+  const gzCount = { bytes: 0 };
+  await pipeline(Readable.from(tarStream(entries)), hashing(tarHash, tarCount), createGzip({ level: 6 }), hashing(gzHash, gzCount), createWriteStream(layerFile, { mode: 0o600 }));
+  return {
+    file: layerFile,
+    digest: `sha256:${gzHash.digest("hex")}`,
+    size: gzCount.bytes,
+    diffId: `sha256:${tarHash.digest("hex")}`,
+    mediaType: OCI_LAYER_GZIP,
+    entries: entries.length,
+  };
+}
+
+function ociArchitecture(): string {
+  const arch = process.arch;
+  return arch === "x64" ? "amd64" : arch === "ia32" ? "386" : arch;
+}
+
+/**
+ * Pack a native build's image (see the file comment). Throws ImageRefused for an output directory
+ * that cannot be packed; the layer is a file, the config and manifest are small byte arrays.
+ */
+export async function packImage(spec: ImageSpec): Promise<PackedImage> {
+  if (!Number.isInteger(spec.port) || spec.port < 1 || spec.port > 65535) throw new Error(`port ${spec.port} is not a TCP port`);
+  if (spec.start.trim() === "") throw new Error("an image needs a start command");
+  const layer = await packLayer(spec.outputDir, spec.layerFile, spec.commitTime);
+  const created = new Date(Math.floor(spec.commitTime / 1000) * 1000).toISOString();
+  const labels = { [LABEL_REVISION]: spec.commit, [LABEL_SOURCE]: spec.source, [LABEL_RUNTIME]: "process" };
+  const config = new TextEncoder().encode(
+    JSON.stringify({
+      created,
+      architecture: ociArchitecture(),
+      os: "linux",
+      config: {
+        User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+        Env: [`PORT=${spec.port}`],
+        Entrypoint: ["/bin/sh", "-c"],
+        Cmd: [spec.start],
+        WorkingDir: `/${IMAGE_APP_DIR}`,
+        ExposedPorts: { [`${spec.port}/tcp`]: {} },
+        Labels: labels,
+      },
+      rootfs: { type: "layers", diff_ids: [layer.diffId] },
+      history: [{ created, created_by: "ops native build", comment: `commit ${spec.commit}` }],
+    }),
+  );
+  const configBlob = { bytes: config, digest: sha256(config), size: config.byteLength, mediaType: OCI_CONFIG };
+  const manifest = new TextEncoder().encode(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: OCI_MANIFEST,
+      config: { mediaType: OCI_CONFIG, digest: configBlob.digest, size: configBlob.size },
+      layers: [{ mediaType: OCI_LAYER_GZIP, digest: layer.digest, size: layer.size }],
+      annotations: { [LABEL_REVISION]: spec.commit, [LABEL_SOURCE]: spec.source },
+    }),
+  );
+  return {
+    layer: { file: layer.file, digest: layer.digest, size: layer.size, diffId: layer.diffId, mediaType: layer.mediaType },
+    config: configBlob,
+    manifest: { bytes: manifest, digest: sha256(manifest), size: manifest.byteLength, mediaType: OCI_MANIFEST },
+    entries: layer.entries,
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * The builds domain module: pushes queue builds (the sources domain's `PUSH`), each build runs as
+ * a state machine of scheduler items (pipeline.ts), and the routes read, queue, cancel and retry
+ * them. Under `ops serve` it generates the estate's image-signing key (keys/signing.pem) when
+ * there is none, and settles builds a stopped server left running before the scheduler starts.
+ * On close, running process steps are stopped and their builds recorded as failed.
+ */
+import type { DomainModule } from "../../core/core";
+import { PUSH } from "../sources/service";
+import { buildsRoutes } from "./routes";
+import { ensureSigningKey } from "./signing";
+import { defineBuildJobs, recoverBuilds, stopLiveBuilds } from "./pipeline";
+import { onPush } from "./queue";
+
+export const buildsModule: DomainModule = {
+  name: "builds",
+  install(core) {
+    defineBuildJobs(core);
+    core.events.on(PUSH, async (ev) => {
+      await onPush(core, ev);
+    });
+    core.onClose.push(() => stopLiveBuilds(core, core.config.shutdownGraceMs));
+  },
+  async onServe(core) {
+    ensureSigningKey(core);
+    await recoverBuilds(core);
+  },
+  routes: buildsRoutes,
+};

@@ -1,0 +1,193 @@
+/**
+ * What queues and stops builds: a push to a service's branch (the `PUSH` event), `POST …/builds`
+ * (manual), `…/retry` and `…/cancel`. Manual builds, retries and cancels are audited as
+ * `builds.run` in the transaction that makes them; a push is audited by the sources domain.
+ */
+import { eq } from "drizzle-orm";
+import type { Core, ProjectRef } from "../../core/core";
+import type { AuthContext } from "../../core/authz/plugin";
+import { actorOf } from "../../core/authz/principal";
+import { auditAllowed } from "../../core/audit";
+import { tx, type Tx } from "../../core/db/client";
+import { OpsError } from "../../core/errors";
+import { assertNotArchived } from "../access/service";
+import { findResource, listOfTypeInProject, specOf, type ServiceSpec } from "../resources/service";
+import { commitOf, findSourceOfRepo, requireHost, sourceById, type PushEvent, type SourceRow, type CommitInfo } from "../sources/service";
+import { builds } from "./tables";
+import { buildById, isFinal, requireBuild, stepOfState, toBuildResponse, type BuildRow } from "./rows";
+import { dispatchBuilds } from "./dispatch";
+import { reportToHost } from "./host";
+import { abortLive, afterEnd, endBuildIn } from "./lifecycle";
+import { appendLines } from "./log";
+import type { BuildResponse, CreateBuildRequest } from "./model";
+
+const ZERO_SHA = /^0+$/;
+
+interface NewBuild {
+  project: ProjectRef;
+  environment: string;
+  service: string;
+  trigger: "push" | "manual" | "retry";
+  requestedBy: string;
+  source: Pick<SourceRow, "id" | "repo">;
+  branch: string | null;
+  commit: Pick<CommitInfo, "sha" | "author" | "message" | "committedAt">;
+  retryOf?: number;
+}
+
+function insertBuild(core: Core, t: Tx, b: NewBuild): BuildRow {
+  return t
+    .insert(builds)
+    .values({
+      projectId: b.project.id,
+      project: b.project.slug,
+      environment: b.environment,
+      service: b.service,
+      kind: "image",
+      status: "queued",
+      trigger: b.trigger,
+      requestedBy: b.requestedBy,
+      sourceId: b.source.id,
+      repo: b.source.repo,
+      branch: b.branch,
+      commitSha: b.commit.sha,
+      author: b.commit.author,
+      message: b.commit.message,
+      commitTime: b.commit.committedAt,
+      queuedAt: core.clock.now(),
+      retryOf: b.retryOf ?? null,
+    })
+    .returning()
+    .get();
+}
+
+/** A queued build's first report to the host and the queue's next move. */
+async function queued(core: Core, ids: number[]): Promise<void> {
+  dispatchBuilds(core);
+  for (const id of ids) await reportToHost(core, id);
+}
+
+function requesterOf(auth: AuthContext): string {
+  return auth.principal.email ?? auth.principal.name;
+}
+
+/**
+ * The `PUSH` subscriber: a push to a branch queues a build of every service, in every environment,
+ * that builds from the repository and follows that branch (`source.branch`, default the
+ * repository's default branch). Tags and deleted branches queue nothing.
+ */
+export async function onPush(core: Core, ev: PushEvent): Promise<number[]> {
+  if (!ev.ref.startsWith("refs/heads/") || ZERO_SHA.test(ev.after)) return [];
+  const branch = ev.ref.slice("refs/heads/".length);
+  const project = core.access.findProject(ev.project);
+  const source = sourceById(core, ev.sourceId);
+  if (!project || !source) return [];
+  const services = listOfTypeInProject(core.db, project.id, "service").filter((r) => {
+    const s = specOf<ServiceSpec>(r).source;
+    return r.environment !== null && s?.repo === ev.repo && (s.branch ?? source.defaultBranch) === branch;
+  });
+  if (services.length === 0) return [];
+  if (project.archived) {
+    core.log.info("push to an archived project builds nothing", { project: project.slug, repo: ev.repo });
+    return [];
+  }
+  let commit: CommitInfo;
+  try {
+    commit = await commitOf(core, source, ev.after);
+  } catch (e) {
+    core.log.error("pushed commit could not be read: no build queued", { project: project.slug, repo: ev.repo, sha: ev.after, err: (e as Error).message });
+    return [];
+  }
+  const ids = tx(core.db, (t) =>
+    services.map((s) => insertBuild(core, t, { project, environment: s.environment!, service: s.name, trigger: "push", requestedBy: "host", source, branch, commit }).id),
+  );
+  for (const id of ids) appendLines(core, id, "queue", [["info", `queued by a push of ${branch} by ${ev.pusher}`]]);
+  await queued(core, ids);
+  return ids;
+}
+
+/**
+ * POST …/builds: queue a build of the head of a branch of the service's repository (201). 422 for
+ * an unknown service or one without a source, 404 for an unknown branch, 409 when the host no
+ * longer reaches the repository (or the project is archived), 503 when the host is not configured.
+ */
+export async function createBuild(core: Core, project: ProjectRef, environment: string, body: CreateBuildRequest, auth: AuthContext): Promise<BuildResponse> {
+  const host = requireHost(core);
+  const service = findResource(core.db, { project, environment }, "service", body.service);
+  if (!service) throw new OpsError("validation_failed", `No service "${body.service}" in ${environment}.`, { fields: [{ path: "service", message: "unknown service" }] });
+  const spec = specOf<ServiceSpec>(service).source;
+  if (!spec?.repo) throw new OpsError("validation_failed", `The service "${body.service}" has no source: it runs an image, there is nothing to build.`, { fields: [{ path: "service", message: "no source" }] });
+  const source = findSourceOfRepo(core, project.id, spec.repo);
+  if (!source) throw new OpsError("validation_failed", `The service "${body.service}" builds from ${spec.repo}, which is not connected to ${project.slug}.`, { fields: [{ path: "service", message: "source not connected" }] });
+  assertNotArchived(project);
+  const owner = source.repo.split("/")[0]!;
+  if (source.installationId === 0 || (await host.installationFor(owner, project.slug)) === null) {
+    throw new OpsError("conflict", `The code host App is not installed on ${owner}: ${source.repo} cannot be read.`);
+  }
+  const branch = body.ref ?? spec.branch ?? source.defaultBranch;
+  const sha = await host.resolveRef({ repo: source.repo, installationId: source.installationId }, `refs/heads/${branch}`);
+  if (!sha) throw new OpsError("not_found", `No branch "${branch}" in ${source.repo}.`);
+  const commit = await commitOf(core, source, sha);
+  const actor = actorOf(auth.principal, auth.meta);
+  const row = tx(core.db, (t) => {
+    const r = insertBuild(core, t, { project, environment, service: service.name, trigger: "manual", requestedBy: requesterOf(auth), source, branch, commit });
+    auditAllowed(core, t, actor, "builds.run", `build:${r.id}`, { project: project.slug, environment }, { op: "create", service: service.name, branch, commit: sha });
+    return r;
+  });
+  appendLines(core, row.id, "queue", [["info", `queued by ${row.requestedBy} (${branch} at ${sha.slice(0, 12)})`]]);
+  await queued(core, [row.id]);
+  return toBuildResponse(buildById(core.db, row.id)!);
+}
+
+/** POST …/builds/{id}/retry: a new build of the same commit, service and kind, trigger `retry` (201). */
+export async function retryBuild(core: Core, project: ProjectRef, id: number, auth: AuthContext): Promise<BuildResponse> {
+  const old = requireBuild(core, project.id, id);
+  assertNotArchived(project);
+  const actor = actorOf(auth.principal, auth.meta);
+  const row = tx(core.db, (t) => {
+    const r = insertBuild(core, t, {
+      project,
+      environment: old.environment,
+      service: old.service,
+      trigger: "retry",
+      requestedBy: requesterOf(auth),
+      source: { id: old.sourceId as string, repo: old.repo },
+      branch: old.branch,
+      commit: { sha: old.commitSha, author: old.author, message: old.message, committedAt: old.commitTime },
+      retryOf: old.id,
+    });
+    auditAllowed(core, t, actor, "builds.run", `build:${r.id}`, { project: project.slug, environment: old.environment }, { op: "retry", retry_of: old.id, service: old.service, commit: old.commitSha });
+    return r;
+  });
+  appendLines(core, row.id, "queue", [["info", `retry of build ${old.id}, queued by ${row.requestedBy}`]]);
+  await queued(core, [row.id]);
+  return toBuildResponse(buildById(core.db, row.id)!);
+}
+
+/**
+ * POST …/builds/{id}/cancel: a queued build ends `cancelled` now (200); a running one has its
+ * step's process tree killed and reads `cancelled` at the step's end (202). 409 once finished or
+ * when the rollout started (`deploying`).
+ */
+export async function cancelBuild(core: Core, project: ProjectRef, id: number, auth: AuthContext): Promise<{ status: 200 | 202; build: BuildResponse }> {
+  const actor = actorOf(auth.principal, auth.meta);
+  const who = requesterOf(auth);
+  const out = tx(core.db, (t) => {
+    const row = requireBuild(core, project.id, id);
+    if (isFinal(row.status)) throw new OpsError("conflict", `Build ${id} already finished (${row.status}).`, { status: row.status });
+    if (row.status === "deploying") throw new OpsError("conflict", `Build ${id} cannot be cancelled: its rollout started.`, { status: row.status });
+    const where = { project: project.slug, environment: row.environment };
+    if (row.status === "queued") {
+      const ended = endBuildIn(core, t, id, ["queued"], { status: "cancelled" })!;
+      auditAllowed(core, t, actor, "builds.run", `build:${id}`, where, { op: "cancel", was: "queued" });
+      return { status: 200 as const, row: ended };
+    }
+    t.update(builds).set({ cancelRequested: true }).where(eq(builds.id, id)).run();
+    auditAllowed(core, t, actor, "builds.run", `build:${id}`, where, { op: "cancel", was: row.status });
+    return { status: 202 as const, row: buildById(t, id)! };
+  });
+  appendLines(core, id, stepOfState(out.row.status === "cancelled" ? "queued" : out.row.status), [["warn", `cancel requested by ${who}`]]);
+  if (out.status === 200) await afterEnd(core, out.row);
+  else abortLive(core, id, "cancel");
+  return { status: out.status, build: toBuildResponse(out.row) };
+}

@@ -1,0 +1,289 @@
+/**
+ * The steps of an image build, one function per working state: clone the commit and decide the
+ * plan, run the checks, build (native builder or container builder), scan the image's files for
+ * secrets, pack and push the image, sign it. Each reads what earlier steps left in the build's
+ * work dir and on its row, so a step can run in another scheduler item (or after a restart) than
+ * the one before it. A failure is a `StepFailure` in the spec's vocabulary; a killed process tree
+ * answers `cancelled`.
+ *
+ * Work dir layout (`run/builds/<id>/`): `src/` the commit, `work/` the builder's scratch (home,
+ * tmp, buildah's layout), `image/` the packed layer, `scan/` a container image unpacked for the
+ * scan.
+ */
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import type { Core } from "../../core/core";
+import { SYSTEM_ACTOR } from "../../core/audit";
+import { OpsError } from "../../core/errors";
+import { runNativeBuild, resolveOutput } from "../../adapters/builder/native";
+import { runContainerBuild, readLayout, type ContainerImage } from "../../adapters/builder/container";
+import type { BuildLine, BuildOutcome, BuildVariable } from "../../adapters/builder/types";
+import { unpackImage } from "../../adapters/runtime/unpack";
+import { specOf, type ServiceSpec } from "../resources/service";
+import { declarationAt, fetchCommit, sourceById, OpsTomlError } from "../sources/service";
+import { pushImage, registryService, type PushBlob } from "../registries/service";
+import { packImage, ImageRefused } from "./image";
+import { signImage } from "./signing";
+import { scanImageFiles, describeHits } from "./secret-scan";
+import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
+import { cacheDirOf, reachableDir } from "./lifecycle";
+import type { BuildLog } from "./log";
+import type { BuildRow, StepName } from "./rows";
+import type { BuildState } from "./model";
+
+export interface StepContext {
+  core: Core;
+  row: BuildRow;
+  step: StepName;
+  log: BuildLog;
+  signal: AbortSignal;
+  workDir: string;
+}
+
+/** What a step that did not fail reports: a note for its timing and fields for the row. */
+export interface StepDone {
+  cancelled?: boolean;
+  note?: string;
+  /** The step did not run (no timing `ok`; the note says why). */
+  skipped?: boolean;
+  set?: Partial<Pick<BuildRow, "plan" | "cacheHit" | "imageRef" | "imageDigest" | "imageSizeBytes">>;
+}
+
+const dirs = (workDir: string) => ({ src: path.join(workDir, "src"), work: path.join(workDir, "work"), image: path.join(workDir, "image"), scan: path.join(workDir, "scan") });
+
+function planOf(ctx: StepContext): BuildPlan {
+  const plan = parsePlan(ctx.row.plan);
+  if (!plan) throw new StepFailure("internal", "the build's plan is missing (the clone step did not record it)");
+  return plan;
+}
+
+function contextDir(ctx: StepContext, plan: BuildPlan): string {
+  const dir = path.join(dirs(ctx.workDir).src, plan.context);
+  if (!existsSync(dir)) throw new StepFailure("build", `the build context "${plan.context}" does not exist in the commit`);
+  return dir;
+}
+
+/** `cloning`: the commit into `src/`, its ops.toml read, the plan recorded. */
+async function clone(ctx: StepContext): Promise<StepDone> {
+  const { core, row, log } = ctx;
+  const source = row.sourceId ? sourceById(core, row.sourceId) : null;
+  if (!source) throw new StepFailure("build", `the repository ${row.repo} is no longer connected to the project`);
+  const service = serviceOf(core, row);
+  if (!service) throw new StepFailure("build", `the service "${row.service}" no longer exists in ${row.environment}`);
+  rmSync(ctx.workDir, { recursive: true, force: true });
+  const src = reachableDir(core.config.dataDir, "run", "builds", String(row.id), "src");
+  log.add("clone", "info", `fetching ${row.repo} at ${row.commitSha}${row.branch ? ` (${row.branch})` : ""}`);
+  try {
+    await fetchCommit(core, source, row.commitSha, src);
+  } catch (e) {
+    throw new StepFailure("internal", `the commit could not be fetched from the code host: ${(e as Error).message}`);
+  }
+  let decl;
+  try {
+    decl = await declarationAt(core, source, row.commitSha);
+  } catch (e) {
+    if (e instanceof OpsTomlError) throw new StepFailure("build", e.message);
+    throw new StepFailure("internal", `ops.toml could not be read: ${(e as Error).message}`);
+  }
+  const plan = resolvePlan(row, specOf<ServiceSpec>(service), decl);
+  if (plan.builder === "native") {
+    log.add("clone", "info", `native build from ${plan.from}: context ${plan.context}, ${plan.checks.length} check and ${plan.build.length} build command(s), output ${plan.output}, start "${plan.start}", port ${plan.port}`);
+  } else {
+    log.add("clone", "info", `container build of ${path.posix.join(plan.context, plan.dockerfile!)} (context ${plan.context}, port ${plan.port})`);
+  }
+  return { set: { plan: JSON.stringify(plan) } };
+}
+
+function lineSink(ctx: StepContext): (l: BuildLine) => void {
+  return (l) => ctx.log.add(ctx.step, l.level, l.line);
+}
+
+/** A builder's failed or cancelled outcome as the step's answer. */
+function outcomeOf(res: BuildOutcome): StepDone | null {
+  if (res.status === "cancelled") return { cancelled: true };
+  if (res.status === "failed") throw new StepFailure(res.failureKind ?? "internal", res.error ?? "the build failed");
+  return null;
+}
+
+function variables(ctx: StepContext): BuildVariable[] {
+  const vars = buildVariables(ctx.core, ctx.row);
+  ctx.log.maskValues(vars.filter((v) => v.secret).map((v) => v.value));
+  const shown = vars.filter((v) => !v.name.startsWith("OPS_")).map((v) => `${v.name}${v.secret ? " (secret)" : ""}`);
+  ctx.log.add(ctx.step, "info", shown.length > 0 ? `build variables: ${shown.join(", ")}` : "build variables: none beyond OPS_*");
+  return vars;
+}
+
+function nativeBase(ctx: StepContext, plan: BuildPlan, vars: BuildVariable[]) {
+  const { core } = ctx;
+  return {
+    contextDir: contextDir(ctx, plan),
+    workDir: dirs(ctx.workDir).work,
+    cacheDir: cacheDirOf(core, ctx.row),
+    variables: vars,
+    memoryMb: core.config.buildMemoryMb,
+    stepTimeoutSecs: core.config.buildStepTimeoutSecs,
+    hide: [core.config.dataDir],
+  };
+}
+
+export const NO_CHECKS = "no check commands declared";
+
+/** `checks`: the check commands in the sandbox (also for container builds: they need no image). */
+async function checks(ctx: StepContext): Promise<StepDone> {
+  const plan = planOf(ctx);
+  if (plan.checks.length === 0) return { skipped: true, note: NO_CHECKS };
+  const vars = variables(ctx);
+  const res = await runNativeBuild({ ...nativeBase(ctx, plan, vars), checks: plan.checks, build: [], output: "." }, { onLine: lineSink(ctx), signal: ctx.signal, now: () => ctx.core.clock.now() });
+  return outcomeOf(res) ?? { note: `${plan.checks.length} command(s) passed` };
+}
+
+function layoutDir(ctx: StepContext): string {
+  return path.join(dirs(ctx.workDir).work, "layout");
+}
+
+/** `building`: the build commands (native) or buildah (container). */
+async function build(ctx: StepContext): Promise<StepDone> {
+  const plan = planOf(ctx);
+  const vars = variables(ctx);
+  const { core, row } = ctx;
+  if (plan.builder === "container") {
+    const res = await runContainerBuild(
+      {
+        contextDir: contextDir(ctx, plan),
+        dockerfile: plan.dockerfile!,
+        workDir: dirs(ctx.workDir).work,
+        cacheDir: cacheDirOf(core, row),
+        variables: vars,
+        memoryMb: core.config.buildMemoryMb,
+        stepTimeoutSecs: core.config.buildStepTimeoutSecs,
+        commit: row.commitSha,
+        commitTime: row.commitTime,
+        source: row.repo,
+      },
+      { onLine: lineSink(ctx), signal: ctx.signal, now: () => core.clock.now() },
+    );
+    return outcomeOf(res) ?? { note: "buildah", set: { cacheHit: res.cacheHit } };
+  }
+  const res = await runNativeBuild({ ...nativeBase(ctx, plan, vars), checks: [], build: plan.build, output: plan.output }, { onLine: lineSink(ctx), signal: ctx.signal, now: () => core.clock.now() });
+  const failed = outcomeOf(res);
+  if (failed) return failed;
+  const hit = res.cacheHit === null ? "no dependency cache used" : `dependency cache ${res.cacheHit === 1 ? "reused" : "filled"}`;
+  return { note: `${plan.build.length} command(s); ${hit}`, set: { cacheHit: res.cacheHit } };
+}
+
+function nativeOutput(ctx: StepContext, plan: BuildPlan): string {
+  const out = resolveOutput(contextDir(ctx, plan), plan.output);
+  if (typeof out !== "string") throw new StepFailure("build", out.error);
+  return out;
+}
+
+function containerImage(ctx: StepContext): ContainerImage {
+  try {
+    return readLayout(layoutDir(ctx));
+  } catch (e) {
+    throw new StepFailure("internal", `the container image is missing from the build's work dir: ${(e as Error).message}`);
+  }
+}
+
+/** `scanning`: the image's files (the output dir, or every layer of a container image unpacked). */
+async function scan(ctx: StepContext): Promise<StepDone> {
+  const plan = planOf(ctx);
+  let root: string;
+  if (plan.builder === "native") {
+    root = nativeOutput(ctx, plan);
+  } else {
+    const image = containerImage(ctx);
+    const doc = JSON.parse(new TextDecoder().decode(image.manifest.bytes)) as { layers: Array<{ digest: string; mediaType: string }> };
+    const files = new Map(image.blobs.map((b) => [b.digest, b.file]));
+    const scanDir = dirs(ctx.workDir).scan;
+    rmSync(scanDir, { recursive: true, force: true });
+    const unpacked = await unpackImage(
+      scanDir,
+      image.manifest.digest,
+      doc.layers.map((l) => ({ digest: l.digest, mediaType: l.mediaType, open: () => Bun.file(files.get(l.digest)!) })),
+    );
+    root = unpacked.root;
+  }
+  const res = await scanImageFiles(root);
+  for (const p of res.partial) ctx.log.add("scan", "warn", `${p}: only its first 32 MiB were scanned`);
+  if (res.hits.length > 0) {
+    for (const h of res.hits) ctx.log.add("scan", "error", `${h.path}:${h.line}: ${h.what}`);
+    throw new StepFailure("scan", describeHits(res.hits));
+  }
+  ctx.log.add("scan", "info", `${res.files} file(s), ${res.bytes} bytes scanned: no secrets`);
+  return { note: `${res.files} file(s) scanned` };
+}
+
+function repositoryOf(row: BuildRow): string {
+  return `${row.project}/${row.service}`;
+}
+
+/** `pushing`: pack the native image (or take buildah's) and push it as `<project>/<service>:<commit>`. */
+async function push(ctx: StepContext): Promise<StepDone> {
+  const { core, row } = ctx;
+  const plan = planOf(ctx);
+  const repository = repositoryOf(row);
+  let blobs: PushBlob[];
+  let manifest: { bytes: Uint8Array; mediaType: string };
+  if (plan.builder === "native") {
+    const outputDir = nativeOutput(ctx, plan);
+    const imageDir = dirs(ctx.workDir).image;
+    mkdirSync(imageDir, { recursive: true, mode: 0o700 });
+    let packed;
+    try {
+      packed = await packImage({ outputDir, layerFile: path.join(imageDir, "layer.tar.gz"), start: plan.start!, port: plan.port, commit: row.commitSha, commitTime: row.commitTime, source: row.repo });
+    } catch (e) {
+      if (e instanceof ImageRefused) throw new StepFailure("build", e.message);
+      throw e;
+    }
+    ctx.log.add("push", "info", `packed ${packed.entries} entries into one layer (${packed.layer.size} bytes)`);
+    blobs = [
+      { digest: packed.layer.digest, size: packed.layer.size, source: { file: packed.layer.file } },
+      { digest: packed.config.digest, size: packed.config.size, source: { bytes: packed.config.bytes } },
+    ];
+    manifest = packed.manifest;
+  } else {
+    const image = containerImage(ctx);
+    blobs = image.blobs.map((b) => ({ digest: b.digest, size: b.size, source: { file: b.file } }));
+    manifest = image.manifest;
+  }
+  let pushed;
+  try {
+    pushed = await pushImage(core, {
+      repository,
+      blobs,
+      manifest: manifest.bytes,
+      mediaType: manifest.mediaType,
+      tag: row.commitSha,
+      pusher: { subject: "ops", audit: SYSTEM_ACTOR, context: { build: row.id, requested_by: row.requestedBy } },
+    });
+  } catch (e) {
+    throw new StepFailure("push", `the image could not be pushed to ${repository}: ${e instanceof OpsError ? e.message : (e as Error).message}`);
+  }
+  const imageRef = `${registryService(core)}/${repository}:${row.commitSha}`;
+  ctx.log.add("push", "info", `pushed ${imageRef} (${pushed.digest}, ${pushed.sizeBytes} bytes)`);
+  return { note: pushed.digest, set: { imageRef, imageDigest: pushed.digest, imageSizeBytes: pushed.sizeBytes } };
+}
+
+/** `signing`: the estate key's cosign-style signature of the pushed digest. */
+async function sign(ctx: StepContext): Promise<StepDone> {
+  const { core, row } = ctx;
+  if (!row.imageDigest) throw new StepFailure("internal", "the build has no pushed image to sign");
+  try {
+    const signed = await signImage(core, repositoryOf(row), row.imageDigest, { subject: "ops", audit: SYSTEM_ACTOR, context: { build: row.id } });
+    ctx.log.add("sign", "info", `signed ${row.imageDigest} with the estate key (sha256:${signed.fingerprint.slice(0, 16)}…) as ${signed.tag}`);
+    return { note: `key sha256:${signed.fingerprint.slice(0, 16)}` };
+  } catch (e) {
+    throw new StepFailure("sign", `the image could not be signed: ${(e as Error).message}`);
+  }
+}
+
+/** The working states in order, with the step each runs. */
+export const STEPS: ReadonlyArray<{ state: BuildState; step: StepName; run(ctx: StepContext): Promise<StepDone>; killsProcesses: boolean }> = [
+  { state: "cloning", step: "clone", run: clone, killsProcesses: false },
+  { state: "checks", step: "checks", run: checks, killsProcesses: true },
+  { state: "building", step: "build", run: build, killsProcesses: true },
+  { state: "scanning", step: "scan", run: scan, killsProcesses: false },
+  { state: "pushing", step: "push", run: push, killsProcesses: false },
+  { state: "signing", step: "sign", run: sign, killsProcesses: false },
+];

@@ -1,0 +1,50 @@
+/**
+ * The deployments domain module: deploy, rollback and the timeline; the rollout state machine and
+ * the reconcile of services on the scheduler; the runtime's output and state sinks; the resource
+ * hooks that carry service, domain and secret-group changes to what runs; and, under `ops serve`,
+ * every service that was running started again.
+ */
+import type { DomainModule } from "../../core/core";
+import { runtimeOf } from "../../adapters/runtime";
+import { deploymentsRoutes } from "./routes";
+import { ROLLOUT_ITEM } from "./record";
+import { runRollout } from "./rollout";
+import { RECONCILE_ITEM, runReconcile, type ServiceIds } from "./reconcile";
+import { HEALTH_TASK, probeServices, recordProbe } from "./health";
+import { installResourceHooks } from "./hooks";
+import { recoverAfterRestart } from "./recover";
+import { flushServiceLogs, keepLine, ringStopped } from "./logs";
+import { scheduleStatusWrite } from "./status";
+import { installBuildHandOff, settleBuildVerdicts } from "./builds";
+
+export const deploymentsModule: DomainModule = {
+  name: "deployments",
+  install(core) {
+    core.scheduler.defineItem(ROLLOUT_ITEM, (payload) => runRollout(core, payload as { deployment: number; token: string }), { maxAttempts: 1 });
+    core.scheduler.defineItem(RECONCILE_ITEM, (payload) => runReconcile(core, payload as ServiceIds), { maxAttempts: 3, backoffMs: (a) => 5000 * a });
+    core.scheduler.defineTask(HEALTH_TASK, "* * * * *", () => probeServices(core));
+    installResourceHooks(core);
+    installBuildHandOff(core);
+    const runtime = runtimeOf(core, {
+      onLine(id, stream, line) {
+        keepLine(core, id, runtime.status(id)?.labels, stream, line);
+      },
+      onState(status) {
+        if (status.state === "stopped") ringStopped(core, status.id);
+        const project = status.labels.project ? core.access.findProject(status.labels.project) : null;
+        if (!project || !status.labels.environment || !status.labels.service) return;
+        const addr = { project, environment: status.labels.environment, service: status.labels.service };
+        scheduleStatusWrite(core, addr);
+        // Back after a crash: probe now rather than at the next minute, so health and the status page follow.
+        if (status.state === "running" && status.restarts > 0) void recordProbe(core, addr).catch((e) => core.log.warn("probe after a restart failed", { err: (e as Error).message }));
+      },
+    });
+    // After the replicas stopped (their last lines), before the log store's writer closes.
+    core.onClose.push(() => flushServiceLogs(core));
+  },
+  onServe(core) {
+    recoverAfterRestart(core);
+    settleBuildVerdicts(core);
+  },
+  routes: deploymentsRoutes,
+};

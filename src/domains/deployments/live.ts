@@ -1,0 +1,147 @@
+/**
+ * The live side of a service: which replicas serve it now (in memory: they are children of this
+ * process and die with it), the environment they get, the routes the ingress gives them, and a
+ * lock so one rollout or reconcile at a time changes a service.
+ *
+ * A replica's environment, later entries winning: the image's `Env` (the runtime), the env
+ * group's variables (the values stored now), the unit's secrets, then `PORT` (the runtime).
+ */
+import type { Core, ProjectRef } from "../../core/core";
+import { withKeyLock } from "../../core/locks";
+import { findResource, listOfType, secretValues, specOf, type ResourceRow, type ServiceSpec } from "../resources/service";
+import { listSecrets, unitSecret } from "../secrets/service";
+import { runtimeOf, prepareImage, type ReplicaSpec, type ReplicaStatus, type RuntimeImage } from "../../adapters/runtime";
+import { ingressOf, type ServiceRoute, type Upstream } from "../../adapters/ingress";
+import { repositoryOf, serviceKeyOf } from "./rows";
+
+/** A service and the replicas serving it now. */
+export interface LiveService {
+  projectId: string;
+  project: string;
+  environment: string;
+  service: string;
+  deploymentId: number;
+  digest: string;
+  replicaIds: string[];
+}
+
+export interface ServiceAddress {
+  project: ProjectRef;
+  environment: string;
+  service: string;
+}
+
+const LIVE = "deployments.live";
+const SEQ = "deployments.replica-seq";
+
+export function liveServices(core: Core): Map<string, LiveService> {
+  let m = core.locals.get(LIVE) as Map<string, LiveService> | undefined;
+  if (!m) core.locals.set(LIVE, (m = new Map()));
+  return m;
+}
+
+export function liveOf(core: Core, addr: { project: { slug: string }; environment: string; service: string }): LiveService | null {
+  return liveServices(core).get(serviceKeyOf(addr)) ?? null;
+}
+
+/** Run `fn` once every earlier holder of the service's lock is done (rollouts and reconciles never overlap). */
+export function withServiceLock<T>(core: Core, key: string, fn: () => Promise<T>): Promise<T> {
+  return withKeyLock(core, "deployments.services", key, fn);
+}
+
+/** The service resource, or null when it was deleted. */
+export function serviceRow(core: Core, addr: ServiceAddress): ResourceRow | null {
+  return findResource(core.db, { project: addr.project, environment: addr.environment }, "service", addr.service);
+}
+
+/** Entries after the image's Env: the env group's variables, then the unit's secrets. Throws 503 when sealed. */
+export function serviceEnv(core: Core, addr: ServiceAddress, service: ResourceRow): Array<[string, string]> {
+  const spec = specOf<ServiceSpec>(service);
+  const out: Array<[string, string]> = [];
+  if (spec.env_group) {
+    const group = findResource(core.db, { project: addr.project, environment: addr.environment }, "secret-group", spec.env_group);
+    if (group) for (const [k, v] of Object.entries(secretValues(core).groupEnv(core, core.db, group.id).env)) out.push([k, v]);
+  }
+  for (const s of listSecrets(core, addr.project)) {
+    if (s.service !== addr.service) continue;
+    const value = unitSecret(core, core.db, addr.project.id, addr.service, s.name);
+    if (value !== null) out.push([s.name, value]);
+  }
+  return out;
+}
+
+/** Pull and unpack the digest of the service's repository (once per digest). */
+export async function imageFor(core: Core, addr: ServiceAddress, digest: string): Promise<RuntimeImage> {
+  return (await prepareImage(core, repositoryOf(addr), digest)).image;
+}
+
+/** Start `count` replicas of `image` for the service (state `starting`). */
+export async function startReplicas(core: Core, addr: ServiceAddress, service: ResourceRow, deploymentId: number, image: RuntimeImage, env: Array<[string, string]>, count: number): Promise<ReplicaStatus[]> {
+  const spec = specOf<ServiceSpec>(service);
+  const runtime = runtimeOf(core);
+  const started: ReplicaStatus[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const seq = ((core.locals.get(SEQ) as number | undefined) ?? 0) + 1;
+      core.locals.set(SEQ, seq);
+      const replica: ReplicaSpec = {
+        id: `${addr.project.slug}.${addr.environment}.${addr.service}.${deploymentId}-${seq}`,
+        image,
+        command: spec.command ?? null,
+        env,
+        memoryMb: spec.limits?.memory_mb ?? null,
+        containerPort: spec.port ?? 8080,
+        labels: { project: addr.project.slug, project_id: addr.project.id, environment: addr.environment, service: addr.service, deployment: String(deploymentId) },
+      };
+      started.push(await runtime.start(replica));
+    }
+  } catch (e) {
+    await stopReplicas(core, started.map((r) => r.id), 2000);
+    throw e;
+  }
+  return started;
+}
+
+/** Stop replicas (SIGTERM, `graceMs`, SIGKILL); resolves once they are gone. */
+export async function stopReplicas(core: Core, ids: readonly string[], graceMs = core.config.shutdownGraceMs): Promise<void> {
+  const runtime = runtimeOf(core);
+  await Promise.all(ids.map((id) => runtime.stop(id, graceMs)));
+}
+
+export function upstreamsOf(core: Core, ids: readonly string[]): Upstream[] {
+  const runtime = runtimeOf(core);
+  return ids.map((id) => runtime.status(id)).filter((s): s is ReplicaStatus => s !== null).map((s) => ({ host: s.host, port: s.port }));
+}
+
+/** The domain resources of the service's environment that route to it. */
+export function domainRoutes(core: Core, addr: ServiceAddress): ServiceRoute[] {
+  return listOfType(core.db, { project: addr.project, environment: addr.environment }, "domain")
+    .map((d) => specOf<{ hosts: string[]; service: string; path_prefix?: string }>(d))
+    .filter((d) => d.service === addr.service)
+    .map((d) => ({ hosts: d.hosts.map((h) => h.toLowerCase()), pathPrefix: d.path_prefix ?? "/" }));
+}
+
+/** Point the ingress at `replicaIds` for the service (its default host and its domains' hosts). */
+export function routeTo(core: Core, addr: ServiceAddress, replicaIds: readonly string[]): Upstream[] {
+  const upstreams = upstreamsOf(core, replicaIds);
+  ingressOf(core).setService({ service: { project: addr.project.slug, environment: addr.environment, service: addr.service }, routes: domainRoutes(core, addr), upstreams });
+  return upstreams;
+}
+
+/** Set the service's routes again from its domains, keeping its upstreams (a domain changed). */
+export function refreshRoutes(core: Core, addr: ServiceAddress): void {
+  const live = liveOf(core, addr);
+  routeTo(core, addr, live?.replicaIds ?? []);
+}
+
+/** Remove the service from the ingress (it was deleted): its hosts answer 404. */
+export function unroute(core: Core, addr: { project: { slug: string }; environment: string; service: string }): void {
+  ingressOf(core).removeService({ project: addr.project.slug, environment: addr.environment, service: addr.service });
+}
+
+/** Record which replicas serve the service now. */
+export function setLive(core: Core, addr: ServiceAddress, deploymentId: number, digest: string, replicaIds: string[]): void {
+  const key = serviceKeyOf(addr);
+  if (replicaIds.length === 0) liveServices(core).delete(key);
+  else liveServices(core).set(key, { projectId: addr.project.id, project: addr.project.slug, environment: addr.environment, service: addr.service, deploymentId, digest, replicaIds });
+}

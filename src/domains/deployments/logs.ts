@@ -1,0 +1,111 @@
+/**
+ * Service output: every line a replica or a release step writes (stdout, stderr) and ops's own
+ * notes about it (stream `ops`: crashed, restarting, not enforced …) go into the log store
+ * (`appendPlatformLogs`, in batches: every 250 ms or 500 lines) with the service's project,
+ * environment and name, the stream as `target` and the replica as `host`, so `ops logs` and the
+ * console's log search find them beside the service's own OTLP lines. A bounded ring per replica
+ * in memory keeps the newest lines too (`serviceLogLines`): the store may refuse a batch while
+ * its writer is full or ops stops, and the ring still has them.
+ */
+import type { Core } from "../../core/core";
+import type { OutputStream } from "../../adapters/runtime";
+import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
+
+export interface ServiceLogLine {
+  at: number;
+  replica: string;
+  stream: OutputStream;
+  line: string;
+}
+
+/** Lines kept per replica. */
+export const RING_LINES = 1000;
+/** Replicas whose rings are kept after they stopped (the newest ones). */
+const STOPPED_RINGS = 200;
+const KEY = "deployments.log-rings";
+
+interface Ring {
+  projectId: string;
+  project: string;
+  environment: string;
+  service: string;
+  lines: ServiceLogLine[];
+  stoppedAt: number | null;
+}
+
+function rings(core: Core): Map<string, Ring> {
+  let m = core.locals.get(KEY) as Map<string, Ring> | undefined;
+  if (!m) core.locals.set(KEY, (m = new Map()));
+  return m;
+}
+
+/** Start keeping the lines of a one-off process (a release step) that no replica status names. */
+export function openRing(core: Core, id: string, labels: Record<string, string>): void {
+  rings(core).set(id, { projectId: labels.project_id ?? "", project: labels.project ?? "", environment: labels.environment ?? "", service: labels.service ?? "", lines: [], stoppedAt: null });
+}
+
+/** Keep one line of a replica (labels name its service). */
+export function keepLine(core: Core, replica: string, labels: Record<string, string> | undefined, stream: OutputStream, line: string): void {
+  const all = rings(core);
+  let ring = all.get(replica);
+  if (!ring) {
+    if (!labels?.service) return;
+    ring = { projectId: labels.project_id ?? "", project: labels.project ?? "", environment: labels.environment ?? "", service: labels.service, lines: [], stoppedAt: null };
+    all.set(replica, ring);
+  }
+  const at = core.clock.now();
+  ring.lines.push({ at, replica, stream, line });
+  if (ring.lines.length > RING_LINES) ring.lines.splice(0, ring.lines.length - RING_LINES);
+  if (ring.projectId) toStore(core, { project: ring.projectId, environment: ring.environment, service: ring.service, level: stream === "stderr" ? "warn" : "info", message: line, target: stream, timestamp: at, host: replica });
+}
+
+const BATCH = "deployments.log-batch";
+const BATCH_LINES = 500;
+const BATCH_MS = 250;
+
+interface Batch {
+  entries: PlatformLogEntry[];
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+function batchOf(core: Core): Batch {
+  let b = core.locals.get(BATCH) as Batch | undefined;
+  if (!b) core.locals.set(BATCH, (b = { entries: [], timer: null }));
+  return b;
+}
+
+function toStore(core: Core, entry: PlatformLogEntry): void {
+  const b = batchOf(core);
+  b.entries.push(entry);
+  if (b.entries.length >= BATCH_LINES) void flushServiceLogs(core);
+  else b.timer ??= setTimeout(() => void flushServiceLogs(core), BATCH_MS);
+}
+
+/** Hand the batched lines to the log store (also when the Core closes). */
+export async function flushServiceLogs(core: Core): Promise<void> {
+  const b = batchOf(core);
+  if (b.timer) clearTimeout(b.timer);
+  b.timer = null;
+  if (b.entries.length === 0) return;
+  const entries = b.entries;
+  b.entries = [];
+  await appendPlatformLogs(core, entries).catch((e) => core.log.warn("service output not copied to the log store (kept in memory)", { lines: entries.length, err: (e as Error).message }));
+}
+
+/** A replica stopped: keep its ring for reading, dropping the oldest stopped rings past the bound. */
+export function ringStopped(core: Core, replica: string): void {
+  const all = rings(core);
+  const ring = all.get(replica);
+  if (!ring || ring.stoppedAt !== null) return;
+  ring.stoppedAt = Date.now();
+  const stopped = [...all.entries()].filter(([, r]) => r.stoppedAt !== null).sort((a, b) => (a[1].stoppedAt as number) - (b[1].stoppedAt as number));
+  for (const [id] of stopped.slice(0, Math.max(0, stopped.length - STOPPED_RINGS))) all.delete(id);
+}
+
+/** The kept lines of a service's replicas (live and recently stopped), oldest first, at most `limit`. */
+export function serviceLogLines(core: Core, ref: { project: string; environment: string; service: string }, limit = 500): ServiceLogLine[] {
+  const out: ServiceLogLine[] = [];
+  for (const r of rings(core).values()) if (r.project === ref.project && r.environment === ref.environment && r.service === ref.service) out.push(...r.lines);
+  out.sort((a, b) => a.at - b.at);
+  return out.slice(-limit);
+}

@@ -1,0 +1,94 @@
+/**
+ * Request and response schemas of the deployments domain, under the spec's names. Schemas are
+ * the types (`type X = typeof X.static`).
+ */
+import { t } from "elysia";
+import { ErrorBody } from "../../core/http-schemas";
+
+const nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T, description?: string) => t.Optional(t.Union([s, t.Null()], description ? { description } : {}));
+
+export const DeployRequest = t.Object({
+  digest: nullable(t.String({ maxLength: 200 }), "The manifest digest to roll to (`sha256:<hex>`), signed by the ops key"),
+  build_id: nullable(t.Integer({ minimum: 1 }), "The build whose pushed image is used"),
+});
+export type DeployRequest = typeof DeployRequest.static;
+
+export const RollbackRequest = t.Object({
+  digest: nullable(t.String({ maxLength: 200 }), "Default: the newest healthy digest that is not the current one"),
+});
+export type RollbackRequest = typeof RollbackRequest.static;
+
+export const DeploymentResponse = t.Object({
+  author: t.String({ description: "Commit author, or whoever deployed a digest by hand" }),
+  build_id: nullable(t.Integer()),
+  commit_sha: nullable(t.String()),
+  created_at: t.String(),
+  created_by: t.String({ description: "The operator email, or `system` (a build's auto-deploy, a restart)" }),
+  environment: t.String(),
+  finished_at: nullable(t.String()),
+  host_deployment_id: nullable(t.Integer()),
+  host_status_id: nullable(t.Integer()),
+  id: t.Integer(),
+  image_digest: t.String(),
+  message: t.String(),
+  previous_digest: nullable(t.String(), "The digest the service ran when the rollout was recorded"),
+  project: t.String(),
+  rollout: t.String({ description: "queued, starting, releasing, probing, switching, draining, healthy, unhealthy, rolling_back, rolled_back, failed or refused" }),
+  rollout_note: nullable(t.String()),
+  service: t.String(),
+  trigger: t.String({ description: "`manual`, `build`, `rollback` or `restart`" }),
+});
+export type DeploymentResponse = typeof DeploymentResponse.static;
+
+export const BuildSummary = t.Object({
+  branch: nullable(t.String()),
+  cache_hit: nullable(t.Number()),
+  error: nullable(t.String()),
+  finished_at: nullable(t.String()),
+  id: t.Integer(),
+  image_digest: nullable(t.String()),
+  kind: t.String({ description: "`image` or `publish`" }),
+  queued_at: t.String(),
+  requested_by: t.String(),
+  status: t.String(),
+  trigger: t.String(),
+});
+export type BuildSummary = typeof BuildSummary.static;
+
+export const DeploymentSummary = t.Object({
+  created_at: t.String(),
+  created_by: t.String(),
+  finished_at: nullable(t.String()),
+  id: t.Integer(),
+  image_digest: t.String(),
+  previous_digest: nullable(t.String()),
+  rollout: t.String(),
+  rollout_note: nullable(t.String()),
+  trigger: t.String(),
+});
+export type DeploymentSummary = typeof DeploymentSummary.static;
+
+export const TIMELINE_STATES = ["queued", "building", "checks", "scanning", "pushing", "signing", "deploying", "healthy", "unhealthy", "rolling_back", "rolled_back", "failed", "refused", "cancelled"] as const;
+export type TimelineState = (typeof TIMELINE_STATES)[number];
+
+export const TimelineRow = t.Object({
+  at: t.String(),
+  author: t.String(),
+  build: t.Optional(t.Union([t.Ref("BuildSummary"), t.Null()])),
+  commit: t.String({ description: "Commit sha; the digest for a hand-deployed image without one" }),
+  deployment: t.Optional(t.Union([t.Ref("DeploymentSummary"), t.Null()])),
+  failure_kind: nullable(t.String(), "`checks`, `build`, `scan`, `push`, `sign`, `deploy`, `health`, `internal`"),
+  message: t.String(),
+  service: t.String(),
+  state: t.String({ description: TIMELINE_STATES.join(", ") }),
+  state_text: t.String({ description: "The state in a sentence for a human" }),
+});
+export type TimelineRow = Omit<typeof TimelineRow.static, "build" | "deployment"> & { build?: BuildSummary | null; deployment?: DeploymentSummary | null };
+
+export const TimelineQuery = t.Object({
+  environment: t.Optional(t.String({ description: "Default production" })),
+  service: t.Optional(t.String({ description: "Only this service" })),
+  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })),
+});
+
+export const deploymentsModels = { DeployRequest, RollbackRequest, DeploymentResponse, BuildSummary, DeploymentSummary, TimelineRow, ErrorBody };

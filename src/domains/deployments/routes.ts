@@ -1,0 +1,67 @@
+/**
+ * Deployment routes: deploy and rollback a service (`deployments.deploy`, in the service's
+ * environment, so environment policies apply) and the timeline (`deployments.read`).
+ */
+import { Elysia, t } from "elysia";
+import type { Core, ProjectRef } from "../../core/core";
+import { authzPlugin } from "../../core/authz/plugin";
+import { errors } from "../../core/http-schemas";
+import { deploymentsModels, TimelineQuery } from "./model";
+import { deployService, rollbackService } from "./deploy";
+import { listTimeline } from "./timeline";
+
+const ServiceParams = t.Object({ slug: t.String(), name: t.String() });
+const DeployQuery = t.Object({
+  environment: t.Optional(t.String({ description: "Default production" })),
+  service: t.Optional(t.String({ description: "Accepted and ignored (the path names the service)" })),
+  limit: t.Optional(t.Numeric({ description: "Accepted and ignored" })),
+});
+
+export function deploymentsRoutes(core: Core) {
+  return new Elysia({ prefix: "/api/v1", tags: ["deployments"] })
+    .use(authzPlugin(core))
+    .model(deploymentsModels)
+    .get(
+      "/projects/:slug/deployments",
+      ({ auth, query }) => listTimeline(core, auth.project as ProjectRef, auth.environment ?? "production", query.service || null, query.limit ?? 50),
+      {
+        permission: "deployments.read",
+        params: t.Object({ slug: t.String() }),
+        query: TimelineQuery,
+        detail: { summary: "The deployment timeline of one environment: builds and rollouts, newest first" },
+        response: { 200: t.Array(t.Ref("TimelineRow")), ...errors(401, 403, 404, 422) },
+      },
+    )
+    .post(
+      "/projects/:slug/resources/service/:name/deploy",
+      async ({ auth, params, query, body, set }) => {
+        const out = await deployService(core, auth.project as ProjectRef, query.environment, params.name, body, auth);
+        set.status = 201;
+        return out;
+      },
+      {
+        permission: "deployments.deploy",
+        params: ServiceParams,
+        query: DeployQuery,
+        body: "DeployRequest",
+        detail: { summary: "Roll a service out to a signed digest, or to the image of one of its builds" },
+        response: { 201: "DeploymentResponse", ...errors(401, 403, 404, 409, 422) },
+      },
+    )
+    .post(
+      "/projects/:slug/resources/service/:name/rollback",
+      async ({ auth, params, query, body, set }) => {
+        const out = await rollbackService(core, auth.project as ProjectRef, query.environment, params.name, body ?? undefined, auth);
+        set.status = 201;
+        return out;
+      },
+      {
+        permission: "deployments.deploy",
+        params: ServiceParams,
+        query: DeployQuery,
+        body: t.Optional(t.Union([t.Ref("RollbackRequest"), t.Null()])),
+        detail: { summary: "Roll a service back to a digest, by default the newest healthy one that is not current" },
+        response: { 201: "DeploymentResponse", ...errors(401, 403, 404, 409, 422) },
+      },
+    );
+}

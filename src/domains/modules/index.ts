@@ -1,0 +1,13 @@
+/**
+ * The modules domain: what a project's `modules/` tree publishes (plan, publish through the
+ * registries in-process, locale files into translations) and the two module reads.
+ */
+import type { DomainModule } from "../../core/core";
+import { moduleRoutes } from "./routes";
+
+export const modulesModule: DomainModule = {
+  name: "modules",
+  routes(core) {
+    return moduleRoutes(core);
+  },
+};

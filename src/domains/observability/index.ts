@@ -1,0 +1,30 @@
+/**
+ * The observability domain: OTLP/HTTP ingest of logs, traces and metrics into telemetry.db (written
+ * by its own thread), log search, traces, metric series with rollups, retention and the size
+ * budget, and `appendPlatformLogs` for the lines ops itself writes for a project (service.ts).
+ */
+import { Elysia } from "elysia";
+import type { DomainModule } from "../../core/core";
+import { defineObservabilityJobs } from "./jobs";
+import { otlpRoutes, readRoutes } from "./routes";
+import { OTLP_MAX_BODY_BYTES, otlpErrorStyle, readsErrorStyle } from "./otlp";
+import { existingWriter } from "./writer";
+
+export const observabilityModule: DomainModule = {
+  name: "observability",
+  install(core) {
+    defineObservabilityJobs(core);
+    core.onClose.push(async () => {
+      await existingWriter(core)?.close();
+    });
+  },
+  routes(core) {
+    return new Elysia({ name: "observability" }).use(readRoutes(core)).use(otlpRoutes(core));
+  },
+  bodyLimits() {
+    return [{ prefix: "/otlp/", bytes: OTLP_MAX_BODY_BYTES, raw: true }];
+  },
+  errorStyles() {
+    return [otlpErrorStyle, readsErrorStyle];
+  },
+};

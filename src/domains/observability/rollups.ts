@@ -1,0 +1,74 @@
+/**
+ * Metric rollups: raw samples folded into 5-minute buckets per series (gauges: average, min, max
+ * and sample count; counters and histograms: their last cumulative value in the bucket), run by
+ * the writer thread for the `observability.rollup` task.
+ */
+import type { Database } from "bun:sqlite";
+
+export const ROLLUP_MS = 300_000;
+/** A bucket is first folded this long after it ends (points a little late are in it). */
+export const ROLLUP_GRACE_MS = 60_000;
+/** Each run folds the buckets of this span before its watermark again, so later points still count. */
+export const ROLLUP_REFOLD_MS = 15 * 60_000;
+
+function tx<T>(db: Database, fn: () => T): T {
+  return db.transaction(fn).immediate();
+}
+
+/**
+ * Fold raw samples into 5-minute rollups for every bucket that ended at least a minute ago and
+ * was not folded yet (the watermark `rollup_until`), so a stop of any length (within the raw
+ * retention) is caught up by the next run; the last 15 minutes before the watermark are folded
+ * again, so points that arrive late still count in their bucket. Returns the buckets written.
+ */
+export function foldRollups(db: Database, now: number, rawRetentionMs: number): number {
+  const until = Math.floor((now - ROLLUP_GRACE_MS) / ROLLUP_MS) * ROLLUP_MS;
+  const mark = (db.query("SELECT value FROM obs_state WHERE key = 'rollup_until'").get() as { value: number } | null)?.value;
+  let from = mark !== undefined ? mark - ROLLUP_REFOLD_MS : (db.query("SELECT min(t) AS t FROM metric_samples").get() as { t: number | null }).t;
+  if (from === null || from === undefined) return 0;
+  from = Math.max(Math.floor(from / ROLLUP_MS) * ROLLUP_MS, Math.floor((now - rawRetentionMs) / ROLLUP_MS) * ROLLUP_MS);
+  let written = 0;
+  const select = db.prepare(
+    "SELECT s.series, s.t, s.value, s.count, s.sum, s.min, s.max, s.buckets, m.kind FROM metric_samples s JOIN metric_series m ON m.id = s.series WHERE s.t >= ? AND s.t < ? ORDER BY s.series, s.t",
+  );
+  const put = db.prepare("INSERT OR REPLACE INTO metric_rollups (series, t, value, min, max, n, count, sum, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  // An hour of buckets per transaction: the writer stays responsive while it catches up.
+  for (let start = from; start < until; start += 12 * ROLLUP_MS) {
+    const end = Math.min(until, start + 12 * ROLLUP_MS);
+    written += tx(db, () => {
+      type Acc = { series: number; t: number; kind: string; sum: number; n: number; min: number | null; max: number | null; last: number | null; count: number | null; hsum: number | null; buckets: string | null };
+      let acc: Acc | null = null;
+      let n = 0;
+      const flush = () => {
+        if (!acc) return;
+        const value = acc.kind === "gauge" ? (acc.n > 0 ? acc.sum / acc.n : null) : acc.last;
+        put.run(acc.series, acc.t, value, acc.min, acc.max, acc.n, acc.count, acc.hsum, acc.buckets);
+        n++;
+      };
+      for (const r of select.iterate(start, end) as IterableIterator<{ series: number; t: number; value: number | null; count: number | null; sum: number | null; min: number | null; max: number | null; buckets: string | null; kind: string }>) {
+        const bucket = Math.floor(r.t / ROLLUP_MS) * ROLLUP_MS;
+        if (!acc || acc.series !== r.series || acc.t !== bucket) {
+          flush();
+          acc = { series: r.series, t: bucket, kind: r.kind, sum: 0, n: 0, min: null, max: null, last: null, count: null, hsum: null, buckets: null };
+        }
+        acc.n++;
+        if (r.kind === "histogram") {
+          acc.count = r.count;
+          acc.hsum = r.sum;
+          acc.buckets = r.buckets;
+          if (r.min !== null) acc.min = acc.min === null ? r.min : Math.min(acc.min, r.min);
+          if (r.max !== null) acc.max = acc.max === null ? r.max : Math.max(acc.max, r.max);
+        } else if (r.value !== null) {
+          acc.sum += r.value;
+          acc.last = r.value;
+          acc.min = acc.min === null ? r.value : Math.min(acc.min, r.value);
+          acc.max = acc.max === null ? r.value : Math.max(acc.max, r.value);
+        }
+      }
+      flush();
+      db.query("INSERT INTO obs_state (key, value) VALUES ('rollup_until', ?) ON CONFLICT DO UPDATE SET value = excluded.value").run(end);
+      return n;
+    });
+  }
+  return written;
+}

@@ -1,0 +1,124 @@
+/**
+ * The Builds section in a real browser (Debian's chromium through playwright-core), against a
+ * server whose scheduler runs: the list (state, commit, author, duration, failure), a healthy
+ * build's page with its steps and log, a build started from the form whose log is followed live
+ * while its command prints, cancelled with the button, then retried. Screenshots go to
+ * test/artifacts/ (builds-*.png).
+ */
+import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import type { TestApp } from "./harness";
+import { buildsApp, buildWorld, drain, manualBuild, opsToml, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
+import { FixedClock } from "../src/core/clock";
+
+setDefaultTimeout(120_000);
+
+class WallClock extends FixedClock {
+  override now(): number {
+    return Date.now();
+  }
+}
+
+const ARTIFACTS = path.resolve(import.meta.dir, "artifacts");
+const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+let t: TestApp;
+let w: BuildWorld;
+let browser: Browser;
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  t = await buildsApp({ OPS_SCHEDULER_TICK_MS: "100" }, { clock: new WallClock() });
+  w = await buildWorld(t, { envGroup: true });
+  const app = { "server.js": SAMPLE_APP["server.js"], "build.js": SAMPLE_APP["build.js"], "check.js": SAMPLE_APP["check.js"] };
+  await w.local.commit(SAMPLE_APP, "Hello over HTTP");
+  await w.local.commit({ ...app, "ops.toml": opsToml({ check: ["node -e 'console.error(\"expected 200, got 500\"); process.exit(1)'"], build: ["node build.js"] }) }, "Break the checks", "broken");
+  await w.local.commit({ ...app, "ops.toml": opsToml({ build: ["for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo tick $i; sleep 1; done", "node build.js"] }) }, "A slow build", "slow");
+  await w.local.push("main", "broken", "slow");
+  await manualBuild(w, "broken");
+  await drain(t);
+  t.core.scheduler.start();
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.core.scheduler.stop(5000);
+  w?.local.remove();
+  await t?.close();
+});
+
+describe("Builds in chromium", () => {
+  test("the list, a build's steps and log, a live log followed, cancel and retry", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/projects/${w.ctx.slug}/builds`);
+    await page.getByLabel("Email").fill(w.ctx.owner.email);
+    await page.getByLabel("Password").fill(w.ctx.owner.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+
+    await page.getByRole("heading", { name: "Builds" }).waitFor();
+    const rows = page.locator("table.builds tbody tr");
+    await rows.nth(1).waitFor();
+    const failed = rows.filter({ hasText: "Break the checks" });
+    expect(await failed.locator(".badge", { hasText: "failed" }).isVisible()).toBe(true);
+    expect(await failed.locator(".tag-bad", { hasText: "checks" }).isVisible()).toBe(true);
+    const healthy = rows.filter({ hasText: "Hello over HTTP" });
+    expect(await healthy.locator(".badge", { hasText: "healthy" }).isVisible()).toBe(true);
+    expect(await healthy.getByText("Test Author").isVisible()).toBe(true);
+    expect(await healthy.getByText(/\d+ s/).count()).toBe(1);
+    await shot(page, "builds-list");
+
+    await healthy.getByRole("link").click();
+    await page.getByRole("heading", { name: /Build #\d+ · web/ }).waitFor();
+    const steps = page.locator("ol.build-steps li");
+    expect(await steps.allInnerTexts()).toEqual([
+      expect.stringContaining("Clone"),
+      expect.stringContaining("Checks"),
+      expect.stringContaining("Build"),
+      expect.stringContaining("Secret scan"),
+      expect.stringContaining("Push"),
+      expect.stringContaining("Sign"),
+      expect.stringContaining("not deployed: no deployer is installed in this server"),
+    ]);
+    await page.locator("pre.log").getByText("deploy token: ***").waitFor();
+    expect(await page.locator("pre.log").innerText()).not.toContain("tok-9f8e7d6c5b4a3921");
+    expect(await page.getByRole("button", { name: "Cancel" }).count()).toBe(0);
+    await shot(page, "builds-healthy");
+
+    // Build the slow branch from the form and follow its log while it runs.
+    await page.getByRole("link", { name: "← All builds" }).click();
+    await page.getByLabel("Branch").fill("slow");
+    await page.getByRole("button", { name: "Build" }).click();
+    await page.getByRole("heading", { name: /Build #\d+ · web/ }).waitFor();
+    const log = page.locator("pre.log");
+    await log.getByText("tick 3", { exact: true }).waitFor({ timeout: 60_000 });
+    expect(await page.getByText("Following the build…").isVisible()).toBe(true);
+    expect(await page.locator("ol.build-steps li.step-running").innerText()).toContain("Build");
+    const seen = (await log.innerText()).split("\n").filter((l) => l.includes("tick")).length;
+    await log.getByText("tick 5", { exact: true }).waitFor({ timeout: 30_000 });
+    expect((await log.innerText()).split("\n").filter((l) => l.includes("tick")).length).toBeGreaterThan(seen);
+    await shot(page, "builds-running");
+
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await page.getByText(/Cancelling: the running step's processes were stopped/).waitFor();
+    await page.locator(".build-head .badge", { hasText: "cancelled" }).waitFor({ timeout: 30_000 });
+    expect(await page.getByRole("button", { name: "Cancel" }).count()).toBe(0);
+    expect(await page.locator("ol.build-steps li.step-failed").innerText()).toContain("cancelled");
+    await shot(page, "builds-cancelled");
+
+    const before = page.url();
+    await page.getByRole("button", { name: "Retry" }).click();
+    await page.waitForURL((u) => u.toString() !== before);
+    await page.getByRole("heading", { name: /Build #\d+ · web/ }).waitFor();
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await page.locator(".build-head .badge", { hasText: "cancelled" }).waitFor({ timeout: 30_000 });
+    await context.close();
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * The Sources page and the studio in a real browser (Debian's chromium through playwright-core):
+ * a developer sees the connected repository with its last push, declared services and clone URL
+ * (copied with the button), opens the studio from a code-host file link, edits a file and adds
+ * one, saves them as a pull request, and merges it. Screenshots go to test/artifacts/.
+ */
+import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { createTestApp, expectStatus, type TestApp } from "./harness";
+import { makePerson, makeProject, mintToken, type Person } from "./fixtures";
+import { FixedClock } from "../src/core/clock";
+import { cloneUrl, git, workDir } from "./sources-git-helpers";
+
+setDefaultTimeout(120_000);
+
+class WallClock extends FixedClock {
+  override now(): number {
+    return Date.now();
+  }
+}
+
+const ARTIFACTS = path.resolve(import.meta.dir, "artifacts");
+const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+let t: TestApp;
+let browser: Browser;
+let person: Person;
+let project: string;
+let repo: string;
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/** Run the scheduler until `done` holds (the console polls the save meanwhile). */
+async function runUntil(done: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error("the condition did not hold within 30 s");
+    await t.core.scheduler.runDue();
+    await Bun.sleep(100);
+  }
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  t = await createTestApp({ clock: new WallClock() });
+  project = makeProject(t, "garden").slug;
+  person = await makePerson(t, [{ role: "developer", project }], { email: "sam@ops.test", displayName: "Sam", password: "correct-horse-battery" });
+  repo = (await expectStatus(await t.request("POST", `/api/v1/projects/${project}/sources`, { token: person.session, body: { repo: `${project}/site` } }), 201)).repo;
+  // A first push with the real git CLI, so the page has a last push to show.
+  const token = mintToken(t, person.principal, { role: "developer", project });
+  const dir = workDir();
+  await git(dir, "clone", "-q", cloneUrl(t.url, repo, token), "site");
+  const w = path.join(dir, "site");
+  mkdirSync(path.join(w, "src"));
+  writeFileSync(path.join(w, "README.md"), "# Garden\n\nThe garden shop.\n");
+  writeFileSync(path.join(w, "src", "server.js"), "require('http').createServer((q, s) => s.end('ok')).listen(process.env.PORT);\n");
+  writeFileSync(path.join(w, "ops.toml"), '[services.web]\nstart = "node src/server.js"\nhealth = "/"\n');
+  await git(w, "add", ".");
+  await git(w, "commit", "-q", "-m", "First commit");
+  await git(w, "push", "-q", "origin", "HEAD:main");
+  // Scan the default branch so the page shows what the repository declares.
+  const scan = await expectStatus(await t.request("POST", `/api/v1/projects/${project}/sources/scan`, { token: person.session, body: { repo } }), 202);
+  await t.core.scheduler.runDue();
+  expect((await expectStatus(await t.request("GET", `/api/v1/projects/${project}/sources/scans/${scan.scan_id}`, { token: person.session }), 200)).status).toBe("succeeded");
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+describe("Sources in chromium", () => {
+  test("the Sources page, the studio, a save as a pull request, and its merge", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: t.url });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/projects/${project}/sources`);
+    await page.getByLabel("Email").fill(person.email);
+    await page.getByLabel("Password").fill(person.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+
+    await page.getByRole("heading", { name: "Sources" }).waitFor();
+    const row = page.locator("table.sources tbody tr").first();
+    await row.getByText(repo).waitFor();
+    expect(await row.getByText("just now").isVisible()).toBe(true);
+    expect(await row.locator(".tag", { hasText: "web" }).isVisible()).toBe(true);
+    const clone = page.getByLabel(`Clone URL of ${repo}`);
+    expect(await clone.inputValue()).toBe(`${t.url}/git/${repo}.git`);
+    await row.getByRole("button", { name: "Copy" }).click();
+    await row.getByText("Copied.").waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(`${t.url}/git/${repo}.git`);
+    await shot(page, "sources");
+
+    // A code-host file link opens the studio at that file.
+    await page.goto(`${t.url}/git/${repo}/blob/main/README.md`);
+    await page.getByRole("navigation", { name: "Files" }).waitFor();
+    const editor = page.getByLabel("Contents of README.md");
+    await editor.waitFor();
+    expect(await editor.inputValue()).toBe("# Garden\n\nThe garden shop.\n");
+    expect(page.url()).toContain(`/projects/${project}/sources/`);
+
+    await editor.fill("# Garden\n\nThe garden shop, open every day.\n");
+    await page.getByLabel("New file").fill("docs/hours.md");
+    await page.getByRole("button", { name: "Add file" }).click();
+    const added = page.getByLabel("Contents of docs/hours.md");
+    await added.waitFor();
+    await added.fill("Mon–Sun 9:00–18:00\n");
+    await page.getByText("2 files changed: README.md, docs/hours.md").waitFor();
+    await page.getByLabel("Message").fill("Opening hours");
+    await shot(page, "studio-editing");
+    await page.getByRole("button", { name: "Save as pull request" }).click();
+    await runUntil(async () => (await page.getByText(/is open as pull request #1/).count()) > 0);
+    const saves = page.locator("table.saves tbody tr").first();
+    await saves.locator(".badge", { hasText: "open" }).waitFor();
+    expect(await saves.getByText("Opening hours").isVisible()).toBe(true);
+    await shot(page, "studio-saved");
+
+    await saves.getByRole("button", { name: "Merge" }).click();
+    await page.getByText(/Merged save \d+ as [0-9a-f]{12}; scan \d+ is queued/).waitFor();
+    await saves.locator(".badge", { hasText: "merged" }).waitFor();
+    await page.getByRole("link", { name: "hours.md" }).waitFor();
+    // The open file is read again from the merged branch.
+    expect(await page.getByLabel("Contents of docs/hours.md").inputValue()).toBe("Mon–Sun 9:00–18:00\n");
+    await shot(page, "studio-merged");
+
+    const file = await expectStatus(await t.request("GET", `/api/v1/projects/${project}/sources/${(await expectStatus(await t.request("GET", `/api/v1/projects/${project}/sources`, { token: person.session }), 200))[0].id}/file?path=docs/hours.md`, { token: person.session }), 200);
+    expect(file.text).toBe("Mon–Sun 9:00–18:00\n");
+    await context.close();
+  });
+});
