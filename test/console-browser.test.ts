@@ -7,22 +7,11 @@
  * The server runs on wall-clock time: TOTP codes are about real time.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, type Page } from "playwright-core";
+import { launchChromium, shot, WallClock } from "./chromium";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
-import { FixedClock } from "../src/core/clock";
 import { DEVICE_GRANT_TYPE } from "../src/domains/device/service";
-
-class WallClock extends FixedClock {
-  override now(): number {
-    return Date.now();
-  }
-}
-
-const ARTIFACTS = path.resolve(import.meta.dir, "artifacts");
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 let t: TestApp;
 let browser: Browser;
@@ -37,16 +26,11 @@ function totp(secret: string, offsetS = 0): string {
   return r.stdout.toString().trim();
 }
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   t = await createTestApp({ clock: new WallClock() });
   project = makeProject(t, "web-shop").slug;
   person = await makePerson(t, [{ role: "developer", project }], { email: "dana@ops.test", displayName: "Dana Developer", password: "correct-horse-battery" });
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {

@@ -5,22 +5,11 @@
  * the metric charts. Screenshots go to test/artifacts/ (gitignored) for a person to look at.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext } from "playwright-core";
+import { launchChromium, shot, WallClock } from "./chromium";
 import { createTestApp, type TestApp } from "./harness";
 import { makeMachine, makePerson, makeProject, type Person } from "./fixtures";
-import { FixedClock } from "../src/core/clock";
 import { makeLogs, exportLogs, makeSpans, exportSpans, meters, exportMetrics, SeverityNumber } from "./obs-clients";
-
-class WallClock extends FixedClock {
-  override now(): number {
-    return Date.now();
-  }
-}
-
-const ARTIFACTS = path.resolve(import.meta.dir, "artifacts");
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 let t: TestApp;
 let browser: Browser;
@@ -29,12 +18,7 @@ let person: Person;
 let token: string;
 let traceId: string;
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   t = await createTestApp({ clock: new WallClock() });
   makeProject(t, "web-shop");
   person = await makePerson(t, [{ role: "developer", project: "web-shop" }], { email: "olly@ops.test" });
@@ -94,7 +78,7 @@ beforeAll(async () => {
     if (res.status !== 200) throw new Error(`metrics history: ${res.status}`);
   }
 
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await context.addCookies([{ name: "ops_session", value: person.session, url: t.url }]);
 }, 60_000);

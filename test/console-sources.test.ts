@@ -7,22 +7,13 @@
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser } from "playwright-core";
+import { launchChromium, shot, WallClock, runUntil } from "./chromium";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, mintToken, type Person } from "./fixtures";
-import { FixedClock } from "../src/core/clock";
 import { cloneUrl, git, workDir } from "./sources-git-helpers";
 
 setDefaultTimeout(120_000);
-
-class WallClock extends FixedClock {
-  override now(): number {
-    return Date.now();
-  }
-}
-
-const ARTIFACTS = path.resolve(import.meta.dir, "artifacts");
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 let t: TestApp;
 let browser: Browser;
@@ -30,22 +21,8 @@ let person: Person;
 let project: string;
 let repo: string;
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
 /** Run the scheduler until `done` holds (the console polls the save meanwhile). */
-async function runUntil(done: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error("the condition did not hold within 30 s");
-    await t.core.scheduler.runDue();
-    await Bun.sleep(100);
-  }
-}
-
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   t = await createTestApp({ clock: new WallClock() });
   project = makeProject(t, "garden").slug;
   person = await makePerson(t, [{ role: "developer", project }], { email: "sam@ops.test", displayName: "Sam", password: "correct-horse-battery" });
@@ -66,7 +43,7 @@ beforeAll(async () => {
   const scan = await expectStatus(await t.request("POST", `/api/v1/projects/${project}/sources/scan`, { token: person.session, body: { repo } }), 202);
   await t.core.scheduler.runDue();
   expect((await expectStatus(await t.request("GET", `/api/v1/projects/${project}/sources/scans/${scan.scan_id}`, { token: person.session }), 200)).status).toBe("succeeded");
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {
@@ -114,7 +91,7 @@ describe("Sources in chromium", () => {
     await page.getByLabel("Message").fill("Opening hours");
     await shot(page, "studio-editing");
     await page.getByRole("button", { name: "Save as pull request" }).click();
-    await runUntil(async () => (await page.getByText(/is open as pull request #1/).count()) > 0);
+    await runUntil(t, async () => (await page.getByText(/is open as pull request #1/).count()) > 0);
     const saves = page.locator("table.saves tbody tr").first();
     await saves.locator(".badge", { hasText: "open" }).waitFor();
     expect(await saves.getByText("Opening hours").isVisible()).toBe(true);

@@ -7,15 +7,11 @@
  * removed with its override kept. Screenshots go to test/artifacts/ (gitignored).
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext } from "playwright-core";
+import { launchChromium, shot } from "./chromium";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
 import { tr, putEntry, createBundle, claimNpm, publishNpm } from "../src/domains/translations/testing";
-
-const ARTIFACTS = path.resolve(import.meta.dir, "artifacts");
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 let t: TestApp;
 let browser: Browser;
@@ -24,12 +20,7 @@ let dana: Person;
 let kit = 0;
 const SHOP = "web-shop";
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   t = await createTestApp();
   makeProject(t, SHOP);
   makeProject(t, "platform");
@@ -64,7 +55,7 @@ beforeAll(async () => {
   await expectStatus(await t.request("POST", tr(SHOP, "/attachments"), { token: dana.session, body: { bundle: kit, version: "1.0.0" } }), 200);
   await expectStatus(await t.request("PUT", tr(SHOP, `/shared/${kit}/overrides`), { token: dana.session, body: { namespace: "ui-kit", key: "dialog.close", locale: "fr", value: "Quitter" } }), 200);
 
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: "en-GB" });
 }, 60_000);
 
