@@ -1,7 +1,8 @@
 /**
  * Push to a signed image: the time from `git push` (the real git CLI, to the built-in host of the
- * compiled `ops serve`) until the build of the sample Node app is `healthy` — cloned, checked,
- * built in the sandbox, scanned, packed, pushed into the embedded registry and signed — beside the
+ * compiled `ops serve`) until the build of the sample Node app has signed its image — cloned,
+ * checked, built in the sandbox, scanned, packed, pushed into the embedded registry and signed (the
+ * rollout that follows is not counted) — beside the
  * same build commands run by hand in a plain `sh -c` (`npm ci` of two dependencies served as
  * tarballs from loopback, then `npm run build`). Cold: a new service (empty dependency cache) and
  * an empty npm cache by hand; warm: the next push of the same service and the hand side's cache
@@ -101,8 +102,11 @@ async function pushAndWait(api: Api, slug: string, work: string, gitEnv: Record<
   for (;;) {
     const [latest] = await call<BuildView[]>(api, "GET", `/api/v1/projects/${slug}/builds?limit=1`);
     if (latest && latest.id > after && ["healthy", "failed", "cancelled"].includes(latest.status)) {
-      const ms = Date.parse(latest.finished_at!) - pushedAt;
       if (latest.status !== "healthy") throw new Error(`build ${latest.id} ended ${latest.status}: ${latest.error}`);
+      // Signed is the end of the build's own work; the rollout that follows is the deployments'.
+      const signed = latest.step_timings.find((s) => s.step === "sign");
+      if (!signed?.finished_at) throw new Error(`build ${latest.id} has no finished signing step`);
+      const ms = Date.parse(signed.finished_at) - pushedAt;
       return { ms, build: latest };
     }
     if (performance.now() - started > 300_000) throw new Error("the build did not finish within 5 minutes");
