@@ -8,7 +8,8 @@
  * naming it.
  *
  * Switching: `setRoutes` / `setService` / `removeService` compile a new table and swap one
- * reference. A request picks its upstream when it arrives and keeps it to its last byte, so a
+ * reference. Requests without a body go through ops's own keep-alive client (upstream.ts); the
+ * others through `fetch`, which streams them. A request picks its upstream when it arrives and keeps it to its last byte, so a
  * rollout switches the table, waits for `drained(old)` (no request in flight to the old
  * replicas), then stops them: no request is dropped. A connection refused by an upstream (a
  * replica that just died) marks it down for a moment and, when the request has no body to replay,
@@ -19,6 +20,7 @@ import type { Logger } from "../../core/log";
 import { compileTable, lookup, normaliseHost, serviceKey, type CompiledTable, type RouteConflict, type ServiceEntry, type ServiceRef, type Target, type Upstream } from "./table";
 import { badGatewayPage, notRoutedPage } from "./pages";
 import { openUpstream, upgradeClient, websocketHandlers, type WsData } from "./websocket";
+import { createUpstreamClient } from "./upstream";
 
 export interface IngressOptions {
   log?: Logger;
@@ -81,6 +83,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
   const sockets = new Set<ServerWebSocket<WsData>>();
   let server: Server<WsData> | null = null;
   let address: IngressAddress | null = null;
+  const client = createUpstreamClient({ smallBody: SMALL_BODY });
 
   const swap = (next: Map<string, ServiceEntry>) => {
     entries = next;
@@ -221,6 +224,26 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     for (const u of ups) {
       const k = key(u);
       inc(k);
+      if (!hasBody) {
+        // Most traffic: no request body, through ops's own keep-alive client (upstream.ts).
+        try {
+          const res = await client.request(u.host, u.port, req.method, pathAndQuery, headers);
+          if (downUntil.size > 0) downUntil.delete(k);
+          const init = { status: res.status, statusText: res.statusText, headers: res.headers };
+          if (res.body instanceof ReadableStream) {
+            void res.done.then(() => dec(k));
+            return new Response(res.body, init);
+          }
+          dec(k);
+          return new Response(res.body, init);
+        } catch (e) {
+          dec(k);
+          downUntil.set(k, Date.now() + downMs);
+          reason = (e as Error).message;
+          opts.log?.warn("ingress upstream failed", { service: target.key, upstream: k, err: reason });
+          continue;
+        }
+      }
       let res: Response;
       try {
         res = await fetch(`http://${k}${pathAndQuery}`, {
@@ -310,6 +333,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       server = null;
       address = null;
       const stopped = s.stop(false);
+      void stopped.then(() => client.close());
       for (const ws of sockets) ws.close(1001, "ops is shutting down");
       const timedOut = await Promise.race([stopped.then(() => false), Bun.sleep(graceMs).then(() => true)]);
       if (timedOut) {
