@@ -70,7 +70,9 @@ export function createCore(config: Config, opts: CoreOptions = {}): Core {
     telemetrySqlite: telemetry.sqlite,
     blobs: new FsBlobStore(path.join(config.dataDir, "blobs")),
     secrets,
-    scheduler: new Scheduler(state.db, clock, log, { tickMs: config.schedulerTickMs }),
+    // Build steps hold a slot for as long as they run: they get their own slots beside the 4 every
+    // other kind of work shares, so OPS_BUILD_CONCURRENCY is reachable and never starves the rest.
+    scheduler: new Scheduler(state.db, clock, log, { tickMs: config.schedulerTickMs, concurrency: 4 + config.buildConcurrency }),
     events: new EventBus(log),
     access: ANONYMOUS_ACCESS,
     state: { ready: false, draining: false, startedAt: clock.now() },

@@ -88,6 +88,8 @@ describe("the build queue", () => {
       makeProject(three, "p2");
       const ids = [add("p1", "x1"), add("p1", "x2"), add("p1", "x3"), add("p2", "y1")];
       expect(dispatchBuilds(three.core).sort()).toEqual([ids[0], ids[1], ids[3]].sort());
+      // The steps of three builds and the 4 slots other work shares fit in the scheduler at once.
+      expect(three.core.scheduler.capacity).toBe(7);
     } finally {
       await three.close();
     }

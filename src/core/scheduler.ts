@@ -78,6 +78,10 @@ export class Scheduler {
   private stopping = false;
   readonly leaseMs: number;
   private readonly concurrency: number;
+  /** Most items running at once in this process. */
+  get capacity(): number {
+    return this.concurrency;
+  }
   private readonly workerId = uuidv7();
 
   constructor(
