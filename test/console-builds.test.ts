@@ -10,7 +10,7 @@
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import type { TestApp } from "./harness";
 import { buildsApp, buildWorld, drain, manualBuild, opsToml, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
 import { claimModuleNames } from "../src/domains/modules/testing";
@@ -59,14 +59,20 @@ afterAll(async () => {
   await t?.close();
 });
 
+/** A new browser context signed in as the project's owner on the Builds page. */
+async function signedIn(): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(`${t.url}/projects/${w.ctx.slug}/builds`);
+  await page.getByLabel("Email").fill(w.ctx.owner.email);
+  await page.getByLabel("Password").fill(w.ctx.owner.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  return { context, page };
+}
+
 describe("Builds in chromium", () => {
   test("the list, a build's steps and log, a live log followed, cancel and retry", async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    await page.goto(`${t.url}/projects/${w.ctx.slug}/builds`);
-    await page.getByLabel("Email").fill(w.ctx.owner.email);
-    await page.getByLabel("Password").fill(w.ctx.owner.password);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    const { context, page } = await signedIn();
 
     await page.getByRole("heading", { name: "Builds" }).waitFor();
     const rows = page.locator("table.builds tbody tr");
@@ -140,12 +146,7 @@ describe("Builds in chromium", () => {
     await git(w.local.dir, "tag", "v1.0.0", sha);
     await w.local.push("v1.0.0");
 
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    await page.goto(`${t.url}/projects/${w.ctx.slug}/builds`);
-    await page.getByLabel("Email").fill(w.ctx.owner.email);
-    await page.getByLabel("Password").fill(w.ctx.owner.password);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    const { context, page } = await signedIn();
     const row = page.locator("table.builds tbody tr", { hasText: "A kit module" });
     await row.getByRole("link", { name: /#\d+ publish v1\.0\.0/ }).waitFor();
     await shot(page, "builds-publish-list");

@@ -28,6 +28,12 @@ import { git, cloneUrl, workDir } from "./sources-git-helpers";
 
 const SLUG = "acme";
 const PUBLISH_STEPS = ["clone", "plan", "crates", "layers", "locales"];
+const FAILED_AT_LAYERS = [
+  ["clone", true],
+  ["plan", true],
+  ["crates", true],
+  ["layers", false],
+];
 const dataDir = buildsDataDir();
 let t: TestApp;
 let dana: Person;
@@ -211,12 +217,7 @@ describe("a tag pushed with git publishes the modules through a publish build", 
       const first = await detail(queued!.id);
       expect(first).toMatchObject({ status: "failed", failure_kind: "publish", branch: "v1.1.0" });
       expect(first.error).toContain("npm pack of @ops/beta");
-      expect(stepsOf(first)).toEqual([
-        ["clone", true],
-        ["plan", true],
-        ["crates", true],
-        ["layers", false],
-      ]);
+      expect(stepsOf(first)).toEqual(FAILED_AT_LAYERS);
       expect(notesOf(first).crates).toBe("2 crate(s) published");
       expect(await logOf(first.id)).toContain("asset download failed: 503");
       expect((await expectStatus(await api("GET", "/modules", undefined, readerToken), 200)).version).toBe("1.0.0");
@@ -289,12 +290,7 @@ describe("a tag pushed with git publishes the modules through a publish build", 
     const failed = await detail(queued!.id);
     expect(failed).toMatchObject({ status: "failed", failure_kind: "internal" });
     expect(failed.error).toContain("ops stopped while the build was in publishing, step layers");
-    expect(stepsOf(failed)).toEqual([
-      ["clone", true],
-      ["plan", true],
-      ["crates", true],
-      ["layers", false],
-    ]);
+    expect(stepsOf(failed)).toEqual(FAILED_AT_LAYERS);
 
     const retry = await expectStatus<BuildResponse>(await api("POST", `/builds/${failed.id}/retry`), 201);
     t.clock.advance(120_000);

@@ -77,6 +77,20 @@ function requesterOf(auth: AuthContext): string {
   return auth.principal.email ?? auth.principal.name;
 }
 
+/** The commit a push would build, or null (logged): the project is archived, or the host cannot read it. */
+async function pushedCommit(core: Core, project: ProjectRef, source: SourceRow, ev: PushEvent, sha: string): Promise<CommitInfo | null> {
+  if (project.archived) {
+    core.log.info("push to an archived project builds nothing", { project: project.slug, repo: ev.repo, ref: ev.ref });
+    return null;
+  }
+  try {
+    return await commitOf(core, source, sha);
+  } catch (e) {
+    core.log.error("pushed commit could not be read: no build queued", { project: project.slug, repo: ev.repo, ref: ev.ref, sha, err: (e as Error).message });
+    return null;
+  }
+}
+
 /**
  * The `PUSH` subscriber: a push to a branch queues a build of every service, in every environment,
  * that builds from the repository and follows that branch (`source.branch`, default the
@@ -95,17 +109,8 @@ export async function onPush(core: Core, ev: PushEvent): Promise<number[]> {
     return r.environment !== null && s?.repo === ev.repo && (s.branch ?? source.defaultBranch) === branch;
   });
   if (services.length === 0) return [];
-  if (project.archived) {
-    core.log.info("push to an archived project builds nothing", { project: project.slug, repo: ev.repo });
-    return [];
-  }
-  let commit: CommitInfo;
-  try {
-    commit = await commitOf(core, source, ev.after);
-  } catch (e) {
-    core.log.error("pushed commit could not be read: no build queued", { project: project.slug, repo: ev.repo, sha: ev.after, err: (e as Error).message });
-    return [];
-  }
+  const commit = await pushedCommit(core, project, source, ev, ev.after);
+  if (!commit) return [];
   const ids = tx(core.db, (t) =>
     services.map((s) => insertBuild(core, t, { project, environment: s.environment!, service: s.name, kind: "image", trigger: "push", requestedBy: "host", pushedBy: ev.pusher, source, branch, commit }).id),
   );
@@ -125,17 +130,8 @@ async function onTagPush(core: Core, ev: PushEvent): Promise<number[]> {
   if (!project || !source) return [];
   const trigger = await publishTriggerOf(core, source, ev);
   if (!trigger) return [];
-  if (project.archived) {
-    core.log.info("tag pushed to an archived project publishes nothing", { project: project.slug, repo: ev.repo, tag: trigger.tag });
-    return [];
-  }
-  let commit: CommitInfo;
-  try {
-    commit = await commitOf(core, source, trigger.commit);
-  } catch (e) {
-    core.log.error("tagged commit could not be read: no publish build queued", { project: project.slug, repo: ev.repo, sha: trigger.commit, err: (e as Error).message });
-    return [];
-  }
+  const commit = await pushedCommit(core, project, source, ev, trigger.commit);
+  if (!commit) return [];
   const row = tx(core.db, (t) => insertBuild(core, t, { project, environment: "", service: "", kind: "publish", trigger: "push", requestedBy: "host", pushedBy: ev.pusher, source, branch: trigger.tag, commit }));
   appendLines(core, row.id, "queue", [["info", `queued by a push of the tag ${trigger.tag} by ${ev.pusher} (commit ${trigger.commit.slice(0, 12)})`]]);
   await queued(core, [row.id]);
