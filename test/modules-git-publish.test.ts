@@ -8,7 +8,8 @@
  * of another project's default branch whose package-lock.json npm resolved from ops records that
  * project as a consumer (a feature branch's build does not). A second tag whose `layers` step
  * fails is retried: layers published, crates not again. A tag adding an unclaimed module fails
- * at `plan`; ops stopping during `layers` fails the build `internal`, and its retry resumes.
+ * at `plan`. Ops stopping during `crates` runs it again at start-up; during `layers` it fails the
+ * build `internal`, and the retry resumes.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { eq } from "drizzle-orm";
@@ -264,29 +265,39 @@ describe("a tag pushed with git publishes the modules through a publish build", 
     expect((await expectStatus(await api("GET", "/modules", undefined, readerToken), 200)).version).toBe("1.1.0");
   }, 120_000);
 
-  test("ops stops during the layers step: at start-up the build fails internal; its retry resumes where it stopped", async () => {
+  test("ops stops during crates, then during layers: crates runs again at start-up; layers fails internal and its retry resumes", async () => {
     await git(clone, "rm", "-q", "-r", "modules/gamma");
     writeTree(clone, modulesRepo());
     await git(clone, "commit", "-q", "-am", "Not yet; beta packs without a download");
     await git(clone, "tag", "v1.3.0");
     const [queued] = await pushLib("main", "v1.3.0");
     const row = () => getBuildRow(t.core, SLUG, queued!.id)!;
-    // One item at a time, as a server would: clone, plan, crates; then a worker takes layers and ops stops.
-    for (const want of ["publishing", "publishing", "publishing"]) {
+    /** Run the build's current step item only, as one worker of a server would. */
+    const step = async () => {
       await t.core.scheduler.runNow(row().stepItem!);
-      expect(row().status).toBe(want);
-    }
-    expect(stepsOf(await detail(queued!.id))).toEqual([
+      return stepsOf(await detail(queued!.id));
+    };
+    /** A worker holds the build's current item (its lease running) and ops stops; a new server starts on the same data dir. */
+    const restart = async (): Promise<string> => {
+      const held = row().stepItem!;
+      t.core.db.update(schedulerItems).set({ state: "running", leasedUntil: t.clock.now() + 60_000 }).where(eq(schedulerItems.id, held)).run();
+      await t.close();
+      t = await buildsApp({ OPS_BUILD_STEP_TIMEOUT_SECS: "300" }, { dataDir });
+      await buildsModule.onServe!(t.core);
+      return held;
+    };
+    await step();
+    expect(await step()).toEqual([
       ["clone", true],
       ["plan", true],
-      ["crates", true],
     ]);
-    const held = row().stepItem!;
-    t.core.db.update(schedulerItems).set({ state: "running", leasedUntil: t.clock.now() + 60_000 }).where(eq(schedulerItems.id, held)).run();
-    await t.close();
+    const heldCrates = await restart();
+    expect(row()).toMatchObject({ status: "publishing" });
+    expect(row().stepItem).not.toBe(heldCrates);
+    expect(await step()).toEqual(FAILED_AT_LAYERS.slice(0, 3));
+    expect(await logOf(queued!.id)).toContain("ops stopped during the crates step (found at start-up); running it again");
 
-    t = await buildsApp({ OPS_BUILD_STEP_TIMEOUT_SECS: "300" }, { dataDir });
-    await buildsModule.onServe!(t.core);
+    await restart();
     const failed = await detail(queued!.id);
     expect(failed).toMatchObject({ status: "failed", failure_kind: "internal" });
     expect(failed.error).toContain("ops stopped while the build was in publishing, step layers");
@@ -298,8 +309,7 @@ describe("a tag pushed with git publishes the modules through a publish build", 
     const done = await detail(retry.id);
     expect(done.status).toBe("published");
     expect(notesOf(done)).toMatchObject({ crates: "0 crate(s) published; 2 already published by this tag (acme-alpha@1.3.0, acme-beta@1.3.0)", layers: "2 layer(s) published" });
-    // The item the first server left behind found itself stale.
-    expect(t.core.db.select().from(schedulerItems).where(eq(schedulerItems.id, held)).get()!.state).toBe("done");
+    expect(audits("package:cargo:acme-beta@1.3.0")).toBe(1);
     expect((await expectStatus(await api("GET", "/modules", undefined, readerToken), 200)).version).toBe("1.3.0");
   }, 300_000);
 });
