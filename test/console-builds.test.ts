@@ -2,15 +2,19 @@
  * The Builds section in a real browser (Debian's chromium through playwright-core), against a
  * server whose scheduler runs: the list (state, commit, author, duration, failure), a healthy
  * build's page with its steps and log, a build started from the form whose log is followed live
- * while its command prints, cancelled with the button, then retried. Screenshots go to
- * test/artifacts/ (builds-*.png).
+ * while its command prints, cancelled with the button, then retried; and a publish build (a
+ * pushed `v1.0.0` tag of a `modules/` tree): its row, its page cancelled while its layer packs,
+ * then retried to `published` with its steps Clone, Plan, Crates, Layers, Locales and its log.
+ * Screenshots go to test/artifacts/ (builds-*.png).
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import type { TestApp } from "./harness";
 import { buildsApp, buildWorld, drain, manualBuild, opsToml, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
+import { claimModuleNames } from "../src/domains/modules/testing";
+import { git } from "./sources-git-helpers";
 import { FixedClock } from "../src/core/clock";
 
 setDefaultTimeout(120_000);
@@ -43,6 +47,7 @@ beforeAll(async () => {
   await w.local.push("main", "broken", "slow");
   await manualBuild(w, "broken");
   await drain(t);
+  await claimModuleNames(t, w.ctx.slug, w.ctx.owner, ["kit"]);
   t.core.scheduler.start();
   browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
 });
@@ -54,14 +59,20 @@ afterAll(async () => {
   await t?.close();
 });
 
+/** A new browser context signed in as the project's owner on the Builds page. */
+async function signedIn(): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(`${t.url}/projects/${w.ctx.slug}/builds`);
+  await page.getByLabel("Email").fill(w.ctx.owner.email);
+  await page.getByLabel("Password").fill(w.ctx.owner.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  return { context, page };
+}
+
 describe("Builds in chromium", () => {
   test("the list, a build's steps and log, a live log followed, cancel and retry", async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    await page.goto(`${t.url}/projects/${w.ctx.slug}/builds`);
-    await page.getByLabel("Email").fill(w.ctx.owner.email);
-    await page.getByLabel("Password").fill(w.ctx.owner.password);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    const { context, page } = await signedIn();
 
     await page.getByRole("heading", { name: "Builds" }).waitFor();
     const rows = page.locator("table.builds tbody tr");
@@ -122,6 +133,56 @@ describe("Builds in chromium", () => {
     await page.getByRole("heading", { name: /Build #\d+ · web/ }).waitFor();
     await page.getByRole("button", { name: "Cancel" }).click();
     await page.locator(".build-head .badge", { hasText: "cancelled" }).waitFor({ timeout: 30_000 });
+    await context.close();
+  });
+
+  test("a publish build: its row, its page cancelled while the layer packs, then retried to published", async () => {
+    const kit = {
+      "modules/kit/package.json": JSON.stringify({ name: "kit", version: "0.0.0", main: "index.js", license: "MIT", scripts: { prepack: "for i in 1 2 3 4 5 6; do echo packing $i; sleep 1; done" } }),
+      "modules/kit/index.js": "exports.hello = () => 'hello';\n",
+      "modules/kit/locales/en.json": JSON.stringify({ kit: { hello: "Hello from the kit" } }),
+    };
+    const sha = await w.local.commit(kit, "A kit module", "release");
+    await git(w.local.dir, "tag", "v1.0.0", sha);
+    await w.local.push("v1.0.0");
+
+    const { context, page } = await signedIn();
+    const row = page.locator("table.builds tbody tr", { hasText: "A kit module" });
+    await row.getByRole("link", { name: /#\d+ publish v1\.0\.0/ }).waitFor();
+    await shot(page, "builds-publish-list");
+
+    await row.getByRole("link").click();
+    await page.getByRole("heading", { name: /Build #\d+ · publish v1\.0\.0/ }).waitFor();
+    const log = page.locator("pre.log");
+    await log.getByText("packing 2", { exact: true }).waitFor({ timeout: 60_000 });
+    expect(await page.locator("ol.build-steps li.step-running").innerText()).toContain("Layers");
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await page.locator(".build-head .badge", { hasText: "cancelled" }).waitFor({ timeout: 30_000 });
+    expect(await page.locator("ol.build-steps li").allInnerTexts()).toEqual([expect.stringContaining("Clone"), expect.stringContaining("Plan"), expect.stringContaining("Crates"), expect.stringMatching(/Layers[\s\S]*cancelled/)]);
+
+    const before = page.url();
+    await page.getByRole("button", { name: "Retry" }).click();
+    await page.waitForURL((u) => u.toString() !== before);
+    await page.getByRole("heading", { name: /Build #\d+ · publish v1\.0\.0/ }).waitFor();
+    await page.locator(".build-head .badge", { hasText: "published" }).waitFor({ timeout: 60_000 });
+    const steps = page.locator("ol.build-steps li");
+    expect(await steps.allInnerTexts()).toEqual([
+      expect.stringContaining("Clone"),
+      expect.stringContaining("Plan"),
+      expect.stringContaining("0 crate(s) published"),
+      expect.stringContaining("1 layer(s) published"),
+      expect.stringContaining("1 locale file(s) registered; 1 module(s) recorded"),
+    ]);
+    expect(await steps.locator("strong").allInnerTexts()).toEqual(["Clone", "Plan", "Crates", "Layers", "Locales"]);
+    expect(await page.locator("ol.build-steps li.step-ok").count()).toBe(5);
+    await log.getByText("packing 6", { exact: true }).waitFor();
+    await page.getByText("Requested").waitFor();
+    expect(await page.getByRole("link", { name: "Modules" }).count()).toBeGreaterThan(0);
+    await shot(page, "builds-publish");
+
+    await page.getByRole("link", { name: "← All builds" }).click();
+    const published = page.locator("table.builds tbody tr", { hasText: "A kit module" }).first();
+    await published.locator(".badge", { hasText: "published" }).waitFor();
     await context.close();
   });
 });

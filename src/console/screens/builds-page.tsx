@@ -8,7 +8,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, navigate, when } from "../ui";
 import type { ProjectInfo } from "../sections";
-import { BuildBadge, duration, isFinal, type Build } from "./builds";
+import { BuildBadge, buildSubject, duration, isFinal, type Build } from "./builds";
 
 interface LogLine {
   seq: number;
@@ -24,7 +24,19 @@ interface Detail {
   deployment?: { id: number; rollout: string } | null;
 }
 
-const STEP_LABELS: Record<string, string> = { clone: "Clone", checks: "Checks", build: "Build", scan: "Secret scan", push: "Push", sign: "Sign", deploy: "Deploy" };
+const STEP_LABELS: Record<string, string> = {
+  clone: "Clone",
+  checks: "Checks",
+  build: "Build",
+  scan: "Secret scan",
+  push: "Push",
+  sign: "Sign",
+  deploy: "Deploy",
+  plan: "Plan",
+  crates: "Crates",
+  layers: "Layers",
+  locales: "Locales",
+};
 const LIVE_POLL_MS = 1000;
 
 function useBuild(slug: string, id: string) {
@@ -162,7 +174,7 @@ export function BuildPage(props: { project: ProjectInfo; id: string }) {
       {back}
       <div class="build-head">
         <h2 id="build-title">
-          Build #{b.id} · {b.service} <span class="muted">({b.environment})</span>
+          Build #{b.id} · {buildSubject(b)} {b.kind !== "publish" && <span class="muted">({b.environment})</span>}
         </h2>
         <BuildBadge status={b.status} />
         <div class="actions">
@@ -188,6 +200,14 @@ export function BuildPage(props: { project: ProjectInfo; id: string }) {
         <dd>
           <code>{b.commit_sha.slice(0, 12)}</code> {b.message} {b.branch && <span class="tag">{b.branch}</span>}
         </dd>
+        {b.kind === "publish" && (
+          <>
+            <dt>Publishes</dt>
+            <dd>
+              the modules of <code>{b.repo}</code> at the tag <code>{b.branch}</code> (see <Link href={`/projects/${slug}/modules`}>Modules</Link>)
+            </dd>
+          </>
+        )}
         <dt>Author</dt>
         <dd>{b.author}</dd>
         <dt>Requested</dt>

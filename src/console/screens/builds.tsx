@@ -1,8 +1,8 @@
 /**
- * A project's Builds page (`/projects/<slug>/builds?environment=…`): the environment's builds,
- * newest first — state, commit, author, duration, failure — refreshed while any is running, and a
- * form to build a service's branch by hand. `/projects/<slug>/builds/<id>` is one build's page
- * (builds-page.tsx).
+ * A project's Builds page (`/projects/<slug>/builds?environment=…`): the environment's builds and
+ * the project's publish builds (a release tag's modules), newest first — state, commit, author,
+ * duration, failure — refreshed while any is running, and a form to build a service's branch by
+ * hand. `/projects/<slug>/builds/<id>` is one build's page (builds-page.tsx).
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
@@ -21,6 +21,8 @@ export interface StepTiming {
 
 export interface Build {
   id: number;
+  /** `image` (a service's image) or `publish` (a tag's modules; `branch` holds the tag). */
+  kind: string;
   status: string;
   service: string;
   environment: string;
@@ -49,6 +51,11 @@ const FINAL = new Set(["healthy", "published", "failed", "rolled_back", "cancell
 
 export function isFinal(status: string): boolean {
   return FINAL.has(status);
+}
+
+/** What a build made: the service's image, or the tag's modules. */
+export function buildSubject(b: Pick<Build, "kind" | "service" | "branch">): string {
+  return b.kind === "publish" ? `publish ${b.branch ?? ""}`.trim() : b.service;
 }
 
 /** The state as a badge: green healthy, red failed, amber while running, grey cancelled. */
@@ -140,7 +147,7 @@ function BuildList(props: SectionProps) {
   return (
     <section aria-labelledby="builds-title">
       <h2 id="builds-title">Builds</h2>
-      <p class="hint">A push to a service's branch builds it: checks, build commands, a secret scan, then a signed image in the project's registry.</p>
+      <p class="hint">A push to a service's branch builds it: checks, build commands, a secret scan, then a signed image in the project's registry. A pushed tag <code>v1.2.0</code> on a repository with <code>modules/</code> publishes its modules.</p>
       <EnvironmentPicker environments={envs} current={env} />
       {error && <Alert>{error}</Alert>}
       {!builds && !error && <p aria-busy="true">Loading builds…</p>}
@@ -162,7 +169,7 @@ function BuildList(props: SectionProps) {
               <tr key={b.id}>
                 <td>
                   <Link href={`/projects/${slug}/builds/${b.id}`}>
-                    <strong>#{b.id}</strong> {b.service}
+                    <strong>#{b.id}</strong> {buildSubject(b)}
                   </Link>
                   <div class="muted">
                     {b.trigger} · <time dateTime={b.queued_at} title={b.queued_at}>{ago(b.queued_at, now)}</time>
@@ -173,7 +180,7 @@ function BuildList(props: SectionProps) {
                 </td>
                 <td class="commit">
                   <code>{b.commit_sha.slice(0, 7)}</code> {b.message}
-                  {b.branch && <span class="tag">{b.branch}</span>}
+                  {b.branch && b.kind !== "publish" && <span class="tag">{b.branch}</span>}
                 </td>
                 <td>{b.author}</td>
                 <td>{duration(b.started_at, b.finished_at, now)}</td>

@@ -1,8 +1,8 @@
 /**
  * Host feedback: each build has one check run on its commit (created when the build is queued,
  * updated at every state, concluded when it ends) and a commit status per state under the context
- * `ops/<environment>/<service>` (what branch protection and pull request pages read on hosts that
- * show statuses rather than checks). Reports are best effort: a host that fails or is slow never
+ * `ops/<environment>/<service>`, or `ops/publish` for a publish build (what branch protection and
+ * pull request pages read on hosts that show statuses rather than checks). Reports are best effort: a host that fails or is slow never
  * fails or stalls a build (each call is bounded; failures are logged), and reports of one build are
  * sent in order.
  */
@@ -24,7 +24,7 @@ export function buildUrl(core: Core, row: Pick<BuildRow, "project" | "id">): str
 }
 
 function checkName(row: BuildRow): string {
-  return `ops/${row.environment}/${row.service}`;
+  return row.kind === "publish" ? "ops/publish" : `ops/${row.environment}/${row.service}`;
 }
 
 const TITLES: Record<string, string> = {
@@ -36,7 +36,9 @@ const TITLES: Record<string, string> = {
   pushing: "Pushing the image",
   signing: "Signing the image",
   deploying: "Deploying",
+  publishing: "Publishing the modules",
   healthy: "Built, signed and healthy",
+  published: "Published",
   failed: "Failed",
   rolled_back: "Rolled back",
   cancelled: "Cancelled",
@@ -53,7 +55,8 @@ function seconds(ms: number): string {
 
 /** The check run's summary: the steps with their timings, the image and the error (Markdown). */
 export function checkSummary(row: BuildRow): string {
-  const lines = [`Build #${row.id} of \`${row.service}\` in ${row.environment} (${row.trigger}, requested by ${row.requestedBy}).`, ""];
+  const what = row.kind === "publish" ? `Publish build #${row.id} of the tag \`${row.branch}\`` : `Build #${row.id} of \`${row.service}\` in ${row.environment}`;
+  const lines = [`${what} (${row.trigger}, requested by ${row.requestedBy}).`, ""];
   for (const s of timingsOf(row)) {
     const mark = s.ok === undefined ? "–" : s.ok ? "✓" : "✗";
     const took = s.finishedAt !== undefined ? ` ${seconds(s.finishedAt - s.startedAt)}` : " (running)";

@@ -87,7 +87,7 @@ export function closeTiming(core: Core, timings: StoredTiming[], step: StepName,
 }
 
 export interface BuildEnd {
-  status: "healthy" | "failed" | "cancelled" | "rolled_back";
+  status: "healthy" | "published" | "failed" | "cancelled" | "rolled_back";
   failureKind?: FailureKind | null;
   error?: string | null;
   /** Close this step's timing. */
@@ -133,7 +133,7 @@ export function endBuildIn(core: Core, t: Tx, buildId: number, from: readonly st
     notify(core, t, {
       kind: "build.failed",
       projectId: row.projectId,
-      params: { project: row.project, environment: row.environment, service: row.service, build: row.id, failure_kind: end.failureKind ?? "internal", commit: row.commitSha.slice(0, 12) },
+      params: { project: row.project, environment: row.environment, service: row.service, build: row.id, failure_kind: end.failureKind ?? "internal", commit: row.commitSha.slice(0, 12), ...(row.kind === "publish" && row.branch ? { tag: row.branch } : {}) },
       link: `/projects/${row.project}/builds/${row.id}`,
     });
   }

@@ -5,9 +5,10 @@
  * masked before a line is stored (the builders mask their own output; this is the second net for
  * ops's own lines). A build keeps at most MAX_BUILD_LOG_LINES lines; the rest are counted.
  *
- * Each batch is also copied into the telemetry store (`appendPlatformLogs`) as lines of the
- * service in its environment with the target `ops.build/<id>`, so one log search finds a build's
- * output beside the service's own lines. That copy is best effort (a full or closing telemetry
+ * Each batch of an image build is also copied into the telemetry store (`appendPlatformLogs`) as
+ * lines of the service in its environment with the target `ops.build/<id>`, so one log search
+ * finds a build's output beside the service's own lines (a publish build has no service: its log
+ * is in ops.db only). That copy is best effort (a full or closing telemetry
  * writer drops it, logged); the build's log route reads ops.db only.
  */
 import { and, asc, eq, gt, sql } from "drizzle-orm";
@@ -54,7 +55,8 @@ export class BuildLog {
     const last = core.db.select({ n: sql<number>`coalesce(max(${buildLogLines.seq}), 0)` }).from(buildLogLines).where(eq(buildLogLines.buildId, buildId)).get();
     this.seq = last?.n ?? 0;
     const row = buildById(core.db, buildId);
-    this.platform = row ? { project: row.projectId, environment: row.environment, service: row.service, target: `ops.build/${buildId}` } : null;
+    // A publish build belongs to no service: its lines stay in ops.db only.
+    this.platform = row && row.kind === "image" ? { project: row.projectId, environment: row.environment, service: row.service, target: `ops.build/${buildId}` } : null;
   }
 
   /** Mask these values (secret build variables) in every line from now on. */

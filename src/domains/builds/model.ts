@@ -12,7 +12,7 @@ export const BUILD_STATES = ["queued", "cloning", "checks", "building", "scannin
 export type BuildState = (typeof BUILD_STATES)[number];
 
 /** States in which a builder works on the build (they count against OPS_BUILD_CONCURRENCY). */
-export const WORKING_STATES = ["cloning", "checks", "building", "scanning", "pushing", "signing"] as const;
+export const WORKING_STATES = ["cloning", "checks", "building", "scanning", "pushing", "signing", "publishing"] as const;
 export type WorkingState = (typeof WORKING_STATES)[number];
 
 /** States a build never leaves. */
@@ -22,7 +22,7 @@ export const FAILURE_KINDS = ["checks", "build", "memory", "scan", "push", "sign
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 export const StepTiming = t.Object({
-  step: t.String({ description: "`clone`, `checks`, `build`, `scan`, `push`, `sign`, `deploy`" }),
+  step: t.String({ description: "`clone`, `checks`, `build`, `scan`, `push`, `sign`, `deploy`; a publish build's `clone`, `plan`, `crates`, `layers`, `locales`" }),
   started_at: t.String(),
   finished_at: Nullable(t.String()),
   ok: Nullable(t.Boolean(), "Absent for a step that did not run (the note says why)"),
@@ -32,10 +32,10 @@ export type StepTiming = typeof StepTiming.static;
 
 export const BuildResponse = t.Object({
   author: t.String({ description: "Commit author's login on the code host" }),
-  branch: Nullable(t.String()),
+  branch: Nullable(t.String(), "The branch built; a publish build's tag (`v1.2.0`)"),
   cache_hit: Nullable(t.Number({ minimum: 0, maximum: 1 }), "0 to 1: share of the dependency cache reused; null when no cache was used"),
   commit_sha: t.String(),
-  environment: t.String(),
+  environment: t.String({ description: "Empty for a publish build (it belongs to no environment)" }),
   error: Nullable(t.String()),
   failure_kind: Nullable(t.String(), FAILURE_KINDS.join(", ")),
   finished_at: Nullable(t.String()),
@@ -44,13 +44,13 @@ export const BuildResponse = t.Object({
   image_digest: Nullable(t.String()),
   image_ref: Nullable(t.String()),
   image_size_bytes: Nullable(t.Integer()),
-  kind: t.String({ description: "`image` (a service image build) or `publish`" }),
+  kind: t.String({ description: "`image` (a service image build) or `publish` (a tag's packages published; steps `clone`, `plan`, `crates`, `layers`, `locales`)" }),
   message: t.String({ description: "First line of the commit message" }),
   project: t.String(),
   queued_at: t.String(),
   repo: t.String(),
   requested_by: t.String({ description: "`host` for a push, otherwise the operator email" }),
-  service: t.String(),
+  service: t.String({ description: "Empty for a publish build (it belongs to no service)" }),
   source_id: Nullable(t.String({ format: "uuid" })),
   started_at: Nullable(t.String()),
   status: t.String({ description: BUILD_STATES.join(", ") }),

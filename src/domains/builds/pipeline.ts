@@ -3,17 +3,20 @@
  * (leased and renewed while it runs); when its step is done, the same transaction that records
  * the step moves the build to the next state and enqueues that state's item, or ends the build.
  * After `signing` an image build moves to `deploying` and is handed to the installed deployer
- * (deployer.ts), or ends `healthy` with a note when it is not deployed.
+ * (deployer.ts), or ends `healthy` with a note when it is not deployed. A publish build runs
+ * `cloning`, then four steps in `publishing` (one item each, publish.ts), and ends `published`.
  *
  * No build is left in a running state:
  * - cancel kills the running step's process tree at once and the build reads `cancelled` at the
  *   step's end (a step that runs no process finishes first);
- * - a shutdown kills the process steps (checks, building) and fails their builds `internal`;
+ * - a shutdown kills the process steps (checks, building; a publish's crates, layers) and fails
+ *   their builds `internal`;
  * - at `ops serve` start-up (`recoverBuilds`), a build found in a working state belonged to a
- *   process that is gone: the steps that run no process (cloning, scanning, pushing, signing) are
- *   run again from the work dir, which they are safe to repeat; checks and building, whose
- *   processes died with ops and may have left the work dir half-written, fail `internal` saying
- *   so. A build in `deploying` whose hand-over never completed is handed over again.
+ *   process that is gone: the steps that are safe to repeat (cloning, scanning, pushing, signing;
+ *   a publish's plan, crates, locales) run again from the work dir; checks, building and a
+ *   publish's layers, whose processes ran the repository's commands, died with ops and may have
+ *   left the work dir half-written, fail `internal` saying so. A build in `deploying` whose
+ *   hand-over never completed is handed over again.
  * An item whose build names another item (`step_item`) is stale and does nothing, so a lease a
  * dead worker left expiring later cannot run a step twice.
  */
@@ -29,7 +32,8 @@ import { builds, buildLogLines } from "./tables";
 import { buildById, buildsIn, timingsOf, type BuildRow, type StepName } from "./rows";
 import { WORKING_STATES, type BuildState } from "./model";
 import { STEP_ITEM, dispatchBuilds, enqueueStep, kickScheduler, type StepPayload } from "./dispatch";
-import { NO_CHECKS, STEPS, type StepDone } from "./steps";
+import { NO_CHECKS, STEPS, type StepDef, type StepDone } from "./steps";
+import { publishStateAfter, publishStepOf } from "./publish";
 import { StepFailure, parsePlan, serviceOf } from "./plan";
 import { appendLines, openBuildLog } from "./log";
 import { reportToHost } from "./host";
@@ -58,7 +62,7 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
     return;
   }
   if (row.status === "deploying") return handOver(core, row);
-  const def = STEPS.find((s) => s.state === row.status);
+  const def = stepDefOf(row);
   if (!def) return;
   if (row.cancelRequested) {
     const ended = endBuild(core, row.id, [row.status], { status: "cancelled" });
@@ -118,6 +122,11 @@ export function withinStepLimit<T>(work: Promise<T>, secs: number, step: StepNam
 
 const NEXT: Partial<Record<BuildState, BuildState>> = { cloning: "checks", checks: "building", building: "scanning", scanning: "pushing", pushing: "signing" };
 
+/** The step a build in a working state runs now (an image build's state's, a publish build's next), or null. */
+function stepDefOf(row: BuildRow): StepDef | null {
+  return row.kind === "publish" ? publishStepOf(row) : (STEPS.find((s) => s.state === row.status) ?? null);
+}
+
 /** Whether a signed build deploys, or why not (DESIGN §5 "Push to deploy"). */
 function deployDecision(core: Core, row: BuildRow): { deploy: true } | { deploy: false; why: string } {
   if (row.kind !== "image") return { deploy: false, why: "not deployed: not an image build" };
@@ -131,7 +140,7 @@ function deployDecision(core: Core, row: BuildRow): { deploy: true } | { deploy:
 }
 
 /** Record a step's result and move the build on (next state, deploying, or an end). */
-async function advance(core: Core, buildId: number, def: (typeof STEPS)[number], result: StepDone | StepFailure, aborted: LiveStep["why"]): Promise<void> {
+async function advance(core: Core, buildId: number, def: StepDef, result: StepDone | StepFailure, aborted: LiveStep["why"]): Promise<void> {
   const from = [def.state];
   if (result instanceof StepFailure) {
     const ended = endBuild(core, buildId, from, { status: "failed", failureKind: result.kind, error: result.message, step: def.step, ok: false, note: result.kind });
@@ -151,7 +160,7 @@ async function advance(core: Core, buildId: number, def: (typeof STEPS)[number],
     const row = buildById(t, buildId);
     if (!row || row.status !== def.state) return null;
     const timings = closeTiming(core, timingsOf(row), def.step, result.skipped ? { note: result.note } : { ok: true, note: result.note });
-    let next = NEXT[def.state];
+    let next = row.kind === "publish" ? publishStateAfter(def.step) : NEXT[def.state];
     if (next === "checks" && parsePlan(result.set?.plan ?? row.plan)?.checks.length === 0) {
       // Nothing to check: the step is recorded as skipped without a scheduler round trip.
       const now = core.clock.now();
@@ -168,6 +177,7 @@ async function advance(core: Core, buildId: number, def: (typeof STEPS)[number],
       enqueueStep(core, t, buildId, next);
       return { next };
     }
+    if (row.kind === "publish") return { ended: endBuildIn(core, t, buildId, from, { status: "published" }) };
     const decision = deployDecision(core, row);
     if (decision.deploy) {
       t.update(builds).set({ status: "deploying" }).where(eq(builds.id, buildId)).run();
@@ -259,10 +269,11 @@ export function recordBuildVerdict(core: Core, buildId: number, verdict: BuildVe
 
 /** A build whose step's worker is gone: run the step again, or fail it (see the file comment). */
 async function recoverBuild(core: Core, row: BuildRow, why: string): Promise<void> {
-  const def = STEPS.find((s) => s.state === row.status);
+  const def = stepDefOf(row);
   if (!def) return;
-  if (def.killsProcesses) {
-    const error = `ops stopped while the build was in ${row.status} (${why}); the step's processes ended with it. Retry the build.`;
+  if (!def.repeatable) {
+    const where = row.kind === "publish" ? `${row.status}, step ${def.step}` : row.status;
+    const error = `ops stopped while the build was in ${where} (${why}); the step's processes ended with it. Retry the build.`;
     appendLines(core, row.id, def.step, [["error", error]]);
     const ended = endBuild(core, row.id, [row.status], { status: "failed", failureKind: "internal", error, step: def.step, ok: false, note: "interrupted" });
     if (ended) await afterEnd(core, ended);

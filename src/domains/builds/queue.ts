@@ -1,7 +1,8 @@
 /**
- * What queues and stops builds: a push to a service's branch (the `PUSH` event), `POST …/builds`
- * (manual), `…/retry` and `…/cancel`. Manual builds, retries and cancels are audited as
- * `builds.run` in the transaction that makes them; a push is audited by the sources domain.
+ * What queues and stops builds: a push to a service's branch or of a release tag (the `PUSH`
+ * event), `POST …/builds` (manual, image builds only), `…/retry` and `…/cancel`. Manual builds,
+ * retries and cancels are audited as `builds.run` in the transaction that makes them; a push is
+ * audited by the sources domain.
  */
 import { eq } from "drizzle-orm";
 import type { Core, ProjectRef } from "../../core/core";
@@ -14,7 +15,8 @@ import { assertNotArchived } from "../access/service";
 import { findResource, listOfTypeInProject, specOf, type ServiceSpec } from "../resources/service";
 import { commitOf, findSourceOfRepo, requireHost, sourceById, type PushEvent, type SourceRow, type CommitInfo } from "../sources/service";
 import { builds } from "./tables";
-import { buildById, isFinal, requireBuild, stepOfState, toBuildResponse, type BuildRow } from "./rows";
+import { buildById, isFinal, requireBuild, stepOfRow, toBuildResponse, type BuildRow } from "./rows";
+import { publishTriggerOf } from "./publish";
 import { dispatchBuilds } from "./dispatch";
 import { reportToHost } from "./host";
 import { abortLive, afterEnd, endBuildIn } from "./lifecycle";
@@ -25,10 +27,13 @@ const ZERO_SHA = /^0+$/;
 
 interface NewBuild {
   project: ProjectRef;
+  /** Empty for a publish build, as `service`. */
   environment: string;
   service: string;
+  kind: BuildRow["kind"];
   trigger: "push" | "manual" | "retry";
   requestedBy: string;
+  pushedBy: string | null;
   source: Pick<SourceRow, "id" | "repo">;
   branch: string | null;
   commit: Pick<CommitInfo, "sha" | "author" | "message" | "committedAt">;
@@ -43,10 +48,11 @@ function insertBuild(core: Core, t: Tx, b: NewBuild): BuildRow {
       project: b.project.slug,
       environment: b.environment,
       service: b.service,
-      kind: "image",
+      kind: b.kind,
       status: "queued",
       trigger: b.trigger,
       requestedBy: b.requestedBy,
+      pushedBy: b.pushedBy,
       sourceId: b.source.id,
       repo: b.source.repo,
       branch: b.branch,
@@ -71,12 +77,28 @@ function requesterOf(auth: AuthContext): string {
   return auth.principal.email ?? auth.principal.name;
 }
 
+/** The commit a push would build, or null (logged): the project is archived, or the host cannot read it. */
+async function pushedCommit(core: Core, project: ProjectRef, source: SourceRow, ev: PushEvent, sha: string): Promise<CommitInfo | null> {
+  if (project.archived) {
+    core.log.info("push to an archived project builds nothing", { project: project.slug, repo: ev.repo, ref: ev.ref });
+    return null;
+  }
+  try {
+    return await commitOf(core, source, sha);
+  } catch (e) {
+    core.log.error("pushed commit could not be read: no build queued", { project: project.slug, repo: ev.repo, ref: ev.ref, sha, err: (e as Error).message });
+    return null;
+  }
+}
+
 /**
  * The `PUSH` subscriber: a push to a branch queues a build of every service, in every environment,
  * that builds from the repository and follows that branch (`source.branch`, default the
- * repository's default branch). Tags and deleted branches queue nothing.
+ * repository's default branch); a release tag queues a publish build (onTagPush). Other tags and
+ * deleted refs queue nothing.
  */
 export async function onPush(core: Core, ev: PushEvent): Promise<number[]> {
+  if (ev.ref.startsWith("refs/tags/")) return onTagPush(core, ev);
   if (!ev.ref.startsWith("refs/heads/") || ZERO_SHA.test(ev.after)) return [];
   const branch = ev.ref.slice("refs/heads/".length);
   const project = core.access.findProject(ev.project);
@@ -87,23 +109,33 @@ export async function onPush(core: Core, ev: PushEvent): Promise<number[]> {
     return r.environment !== null && s?.repo === ev.repo && (s.branch ?? source.defaultBranch) === branch;
   });
   if (services.length === 0) return [];
-  if (project.archived) {
-    core.log.info("push to an archived project builds nothing", { project: project.slug, repo: ev.repo });
-    return [];
-  }
-  let commit: CommitInfo;
-  try {
-    commit = await commitOf(core, source, ev.after);
-  } catch (e) {
-    core.log.error("pushed commit could not be read: no build queued", { project: project.slug, repo: ev.repo, sha: ev.after, err: (e as Error).message });
-    return [];
-  }
+  const commit = await pushedCommit(core, project, source, ev, ev.after);
+  if (!commit) return [];
   const ids = tx(core.db, (t) =>
-    services.map((s) => insertBuild(core, t, { project, environment: s.environment!, service: s.name, trigger: "push", requestedBy: "host", source, branch, commit }).id),
+    services.map((s) => insertBuild(core, t, { project, environment: s.environment!, service: s.name, kind: "image", trigger: "push", requestedBy: "host", pushedBy: ev.pusher, source, branch, commit }).id),
   );
   for (const id of ids) appendLines(core, id, "queue", [["info", `queued by a push of ${branch} by ${ev.pusher}`]]);
   await queued(core, ids);
   return ids;
+}
+
+/**
+ * A pushed tag: a publish build of the tagged commit when the modules domain says the tag is a
+ * release (`v<semver>` on a commit with `modules/`). It belongs to no service or environment
+ * (both empty) and keeps the tag in `branch`; the pusher is the versions' publisher.
+ */
+async function onTagPush(core: Core, ev: PushEvent): Promise<number[]> {
+  const project = core.access.findProject(ev.project);
+  const source = sourceById(core, ev.sourceId);
+  if (!project || !source) return [];
+  const trigger = await publishTriggerOf(core, source, ev);
+  if (!trigger) return [];
+  const commit = await pushedCommit(core, project, source, ev, trigger.commit);
+  if (!commit) return [];
+  const row = tx(core.db, (t) => insertBuild(core, t, { project, environment: "", service: "", kind: "publish", trigger: "push", requestedBy: "host", pushedBy: ev.pusher, source, branch: trigger.tag, commit }));
+  appendLines(core, row.id, "queue", [["info", `queued by a push of the tag ${trigger.tag} by ${ev.pusher} (commit ${trigger.commit.slice(0, 12)})`]]);
+  await queued(core, [row.id]);
+  return [row.id];
 }
 
 /**
@@ -130,7 +162,7 @@ export async function createBuild(core: Core, project: ProjectRef, environment: 
   const commit = await commitOf(core, source, sha);
   const actor = actorOf(auth.principal, auth.meta);
   const row = tx(core.db, (t) => {
-    const r = insertBuild(core, t, { project, environment, service: service.name, trigger: "manual", requestedBy: requesterOf(auth), source, branch, commit });
+    const r = insertBuild(core, t, { project, environment, service: service.name, kind: "image", trigger: "manual", requestedBy: requesterOf(auth), pushedBy: null, source, branch, commit });
     auditAllowed(core, t, actor, "builds.run", `build:${r.id}`, { project: project.slug, environment }, { op: "create", service: service.name, branch, commit: sha });
     return r;
   });
@@ -139,7 +171,11 @@ export async function createBuild(core: Core, project: ProjectRef, environment: 
   return toBuildResponse(buildById(core.db, row.id)!);
 }
 
-/** POST …/builds/{id}/retry: a new build of the same commit, service and kind, trigger `retry` (201). */
+/**
+ * POST …/builds/{id}/retry: a new build of the same commit, service and kind, trigger `retry`
+ * (201). A publish retry names the same tag and publisher; its steps skip what the ledger says
+ * this commit already published.
+ */
 export async function retryBuild(core: Core, project: ProjectRef, id: number, auth: AuthContext): Promise<BuildResponse> {
   const old = requireBuild(core, project.id, id);
   assertNotArchived(project);
@@ -149,14 +185,17 @@ export async function retryBuild(core: Core, project: ProjectRef, id: number, au
       project,
       environment: old.environment,
       service: old.service,
+      kind: old.kind,
       trigger: "retry",
       requestedBy: requesterOf(auth),
+      pushedBy: old.pushedBy,
       source: { id: old.sourceId as string, repo: old.repo },
       branch: old.branch,
       commit: { sha: old.commitSha, author: old.author, message: old.message, committedAt: old.commitTime },
       retryOf: old.id,
     });
-    auditAllowed(core, t, actor, "builds.run", `build:${r.id}`, { project: project.slug, environment: old.environment }, { op: "retry", retry_of: old.id, service: old.service, commit: old.commitSha });
+    const what: Record<string, string | null> = old.kind === "publish" ? { kind: "publish", tag: old.branch } : { service: old.service };
+    auditAllowed(core, t, actor, "builds.run", `build:${r.id}`, { project: project.slug, environment: old.environment || null }, { op: "retry", retry_of: old.id, ...what, commit: old.commitSha });
     return r;
   });
   appendLines(core, row.id, "queue", [["info", `retry of build ${old.id}, queued by ${row.requestedBy}`]]);
@@ -176,7 +215,7 @@ export async function cancelBuild(core: Core, project: ProjectRef, id: number, a
     const row = requireBuild(core, project.id, id);
     if (isFinal(row.status)) throw new OpsError("conflict", `Build ${id} already finished (${row.status}).`, { status: row.status });
     if (row.status === "deploying") throw new OpsError("conflict", `Build ${id} cannot be cancelled: its rollout started.`, { status: row.status });
-    const where = { project: project.slug, environment: row.environment };
+    const where = { project: project.slug, environment: row.environment || null };
     if (row.status === "queued") {
       const ended = endBuildIn(core, t, id, ["queued"], { status: "cancelled" })!;
       auditAllowed(core, t, actor, "builds.run", `build:${id}`, where, { op: "cancel", was: "queued" });
@@ -186,7 +225,7 @@ export async function cancelBuild(core: Core, project: ProjectRef, id: number, a
     auditAllowed(core, t, actor, "builds.run", `build:${id}`, where, { op: "cancel", was: row.status });
     return { status: 202 as const, row: buildById(t, id)! };
   });
-  appendLines(core, id, stepOfState(out.row.status === "cancelled" ? "queued" : out.row.status), [["warn", `cancel requested by ${who}`]]);
+  appendLines(core, id, out.row.status === "cancelled" ? "queue" : stepOfRow(out.row), [["warn", `cancel requested by ${who}`]]);
   if (out.status === 200) await afterEnd(core, out.row);
   else abortLive(core, id, "cancel");
   return { status: out.status, build: toBuildResponse(out.row) };

@@ -2,7 +2,7 @@
  * Build rows: the JSON views (BuildResponse), lookups, and the step timings kept on the row.
  * Nothing here runs a build; pipeline.ts does.
  */
-import { and, desc, eq, inArray } from "drizzle-orm";
+import { and, desc, eq, inArray, or } from "drizzle-orm";
 import type { Core } from "../../core/core";
 import type { Queryable } from "../../core/db/client";
 import { iso, isoOrNull } from "../../core/clock";
@@ -12,8 +12,11 @@ import { FINAL_STATES, WORKING_STATES, type BuildResponse, type StepTiming } fro
 
 export type BuildRow = typeof builds.$inferSelect;
 
-/** Step names of an image build, in run order (`step_timings[].step`, log lines' `step`). */
-export const STEP_NAMES = ["clone", "checks", "build", "scan", "push", "sign", "deploy"] as const;
+/**
+ * Step names (`step_timings[].step`, log lines' `step`), in run order: an image build's, then a
+ * publish build's after its `clone`.
+ */
+export const STEP_NAMES = ["clone", "checks", "build", "scan", "push", "sign", "deploy", "plan", "crates", "layers", "locales"] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 
 /** What a log line's `step` says: a step, or `queue` for what happened before the first. */
@@ -21,9 +24,10 @@ export type LogStep = StepName | "queue";
 
 const STATE_STEPS: Record<string, StepName> = { cloning: "clone", checks: "checks", building: "build", scanning: "scan", pushing: "push", signing: "sign", deploying: "deploy" };
 
-/** The step a state runs (`queue` before any). */
-export function stepOfState(status: string): LogStep {
-  return STATE_STEPS[status] ?? "queue";
+
+/** The step a build is in: its open timing's (a publish build runs four steps in `publishing`), else its state's. */
+export function stepOfRow(row: Pick<BuildRow, "status" | "stepTimings">): LogStep {
+  return timingsOf(row).findLast((s) => s.finishedAt === undefined)?.step ?? STATE_STEPS[row.status] ?? "queue";
 }
 
 /** One timing as stored (epoch ms). */
@@ -113,9 +117,16 @@ export function requireBuild(core: Core, projectId: string, id: number): BuildRo
   return row;
 }
 
-/** Builds of one environment (optionally one service), newest first. */
-export function listBuildRows(q: Queryable, projectId: string, environment: string, service: string | null, limit: number): BuildRow[] {
-  const where = service === null ? and(eq(builds.projectId, projectId), eq(builds.environment, environment)) : and(eq(builds.projectId, projectId), eq(builds.environment, environment), eq(builds.service, service));
+/**
+ * Builds of one environment (optionally one service), newest first. Without a service, the
+ * project's publish builds (which live in no environment) are listed too unless `imagesOnly`.
+ */
+export function listBuildRows(q: Queryable, projectId: string, environment: string, service: string | null, limit: number, imagesOnly = false): BuildRow[] {
+  const inEnvironment = and(eq(builds.environment, environment), eq(builds.kind, "image"));
+  const where =
+    service !== null
+      ? and(eq(builds.projectId, projectId), inEnvironment, eq(builds.service, service))
+      : and(eq(builds.projectId, projectId), imagesOnly ? inEnvironment : or(inEnvironment, eq(builds.kind, "publish")));
   return q.select().from(builds).where(where).orderBy(desc(builds.id)).limit(limit).all();
 }
 

@@ -19,7 +19,7 @@ export { createBuild, retryBuild, cancelBuild, onPush } from "./queue";
 export { dispatchBuilds } from "./dispatch";
 export type { BuildResponse, BuildDetailResponse, LogResponse, DeploymentOfBuild } from "./model";
 
-/** GET …/builds: one environment's builds (optionally one service's), newest first. */
+/** GET …/builds: one environment's builds (optionally one service's), newest first; without a service, the project's publish builds too. */
 export function listBuilds(core: Core, project: ProjectRef, environment: string, service: string | null, limit: number): BuildResponse[] {
   return listBuildRows(core.db, project.id, environment, service, limit).map(toBuildResponse);
 }
@@ -42,10 +42,15 @@ export function buildLog(core: Core, project: ProjectRef, id: number, after: num
   return readLog(core, requireBuild(core, project.id, id), after, limit);
 }
 
-/** The environment a build of the project runs in (for the routes' permission scope), or null. */
+/**
+ * The environment a build of the project runs in (for the routes' permission scope), or null: no
+ * such build, or a publish build, which lives in no environment (evaluated without environment
+ * policies, as project-level routes are).
+ */
 export function environmentOfBuild(core: Core, projectId: string, id: number): string | null {
   if (!Number.isSafeInteger(id)) return null;
-  return core.db.select({ environment: builds.environment }).from(builds).where(and(eq(builds.id, id), eq(builds.projectId, projectId))).get()?.environment ?? null;
+  const row = core.db.select({ environment: builds.environment, kind: builds.kind }).from(builds).where(and(eq(builds.id, id), eq(builds.projectId, projectId))).get();
+  return row && row.kind === "image" ? row.environment : null;
 }
 
 /**
@@ -65,9 +70,9 @@ export function buildBetweenDeployingAndVerdict(core: Core, project: string, env
   );
 }
 
-/** Builds for the deployment timeline, newest first, with every BuildResponse field. `project` is the slug. */
+/** Image builds for the deployment timeline, newest first, with every BuildResponse field. `project` is the slug. */
 export function listBuildsForTimeline(core: Core, project: string, environment: string, service: string | null, limit: number): BuildResponse[] {
   const ref = core.access.findProject(project);
   if (!ref) return [];
-  return listBuildRows(core.db, ref.id, environment, service, limit).map(toBuildResponse);
+  return listBuildRows(core.db, ref.id, environment, service, limit, true).map(toBuildResponse);
 }

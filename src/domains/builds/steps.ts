@@ -20,8 +20,9 @@ import { runContainerBuild, readLayout, type ContainerImage } from "../../adapte
 import type { BuildLine, BuildOutcome, BuildVariable } from "../../adapters/builder/types";
 import { unpackImage } from "../../adapters/runtime/unpack";
 import { specOf, type ServiceSpec } from "../resources/service";
-import { declarationAt, fetchCommit, sourceById, OpsTomlError } from "../sources/service";
+import { declarationAt, fetchCommit, sourceById, OpsTomlError, type SourceRow } from "../sources/service";
 import { pushImage, registryService, type PushBlob } from "../registries/service";
+import { recordConsumers, resolutionsIn } from "../modules/service";
 import { packImage, ImageRefused } from "./image";
 import { signImage } from "./signing";
 import { scanImageFiles, describeHits } from "./secret-scan";
@@ -29,7 +30,7 @@ import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type Bu
 import { cacheDirOf, reachableDir } from "./lifecycle";
 import type { BuildLog } from "./log";
 import type { BuildRow, StepName } from "./rows";
-import type { BuildState } from "./model";
+import type { BuildState, FailureKind } from "./model";
 
 export interface StepContext {
   core: Core;
@@ -49,7 +50,7 @@ export interface StepDone {
   set?: Partial<Pick<BuildRow, "plan" | "cacheHit" | "imageRef" | "imageDigest" | "imageSizeBytes">>;
 }
 
-const dirs = (workDir: string) => ({ src: path.join(workDir, "src"), work: path.join(workDir, "work"), image: path.join(workDir, "image"), scan: path.join(workDir, "scan") });
+export const dirs = (workDir: string) => ({ src: path.join(workDir, "src"), work: path.join(workDir, "work"), image: path.join(workDir, "image"), scan: path.join(workDir, "scan") });
 
 function planOf(ctx: StepContext): BuildPlan {
   const plan = parsePlan(ctx.row.plan);
@@ -63,21 +64,34 @@ function contextDir(ctx: StepContext, plan: BuildPlan): string {
   return dir;
 }
 
-/** `cloning`: the commit into `src/`, its ops.toml read, the plan recorded. */
-async function clone(ctx: StepContext): Promise<StepDone> {
-  const { core, row, log } = ctx;
-  const source = row.sourceId ? sourceById(core, row.sourceId) : null;
-  if (!source) throw new StepFailure("build", `the repository ${row.repo} is no longer connected to the project`);
-  const service = serviceOf(core, row);
-  if (!service) throw new StepFailure("build", `the service "${row.service}" no longer exists in ${row.environment}`);
+/** The build's repository, or a StepFailure (`kind`) when it is no longer connected to the project. */
+export function connectedSource(ctx: StepContext, kind: FailureKind): SourceRow {
+  const source = ctx.row.sourceId ? sourceById(ctx.core, ctx.row.sourceId) : null;
+  if (!source) throw new StepFailure(kind, `the repository ${ctx.row.repo} is no longer connected to the project`);
+  return source;
+}
+
+/** The commit into a fresh work dir's `src/` (a clone starts over); returns that dir. */
+export async function fetchIntoWorkDir(ctx: StepContext, source: SourceRow): Promise<string> {
+  const { core, row } = ctx;
   rmSync(ctx.workDir, { recursive: true, force: true });
   const src = reachableDir(core.config.dataDir, "run", "builds", String(row.id), "src");
-  log.add("clone", "info", `fetching ${row.repo} at ${row.commitSha}${row.branch ? ` (${row.branch})` : ""}`);
+  ctx.log.add("clone", "info", `fetching ${row.repo} at ${row.commitSha}${row.branch ? ` (${row.branch})` : ""}`);
   try {
     await fetchCommit(core, source, row.commitSha, src);
   } catch (e) {
     throw new StepFailure("internal", `the commit could not be fetched from the code host: ${(e as Error).message}`);
   }
+  return src;
+}
+
+/** `cloning`: the commit into `src/`, its ops.toml read, the plan recorded. */
+async function clone(ctx: StepContext): Promise<StepDone> {
+  const { core, row, log } = ctx;
+  const source = connectedSource(ctx, "build");
+  const service = serviceOf(core, row);
+  if (!service) throw new StepFailure("build", `the service "${row.service}" no longer exists in ${row.environment}`);
+  await fetchIntoWorkDir(ctx, source);
   let decl;
   try {
     decl = await declarationAt(core, source, row.commitSha);
@@ -162,13 +176,35 @@ async function build(ctx: StepContext): Promise<StepDone> {
       },
       { onLine: lineSink(ctx), signal: ctx.signal, now: () => core.clock.now() },
     );
-    return outcomeOf(res) ?? { note: "buildah", set: { cacheHit: res.cacheHit } };
+    const failed = outcomeOf(res);
+    if (failed) return failed;
+    recordResolutions(ctx, plan);
+    return { note: "buildah", set: { cacheHit: res.cacheHit } };
   }
   const res = await runNativeBuild({ ...nativeBase(ctx, plan, vars), checks: [], build: plan.build, output: plan.output }, { onLine: lineSink(ctx), signal: ctx.signal, now: () => core.clock.now() });
   const failed = outcomeOf(res);
   if (failed) return failed;
+  recordResolutions(ctx, plan);
   const hit = res.cacheHit === null ? "no dependency cache used" : `dependency cache ${res.cacheHit === 1 ? "reused" : "filled"}`;
   return { note: `${plan.build.length} command(s); ${hit}`, set: { cacheHit: res.cacheHit } };
+}
+
+/**
+ * After a build of the source's default branch: what the context's lockfiles resolved from ops's
+ * registries becomes the project's consumers of the modules (`GET /modules` `consumers`). Other
+ * branches record nothing. Best effort: a failure to record is logged and never fails the build.
+ */
+function recordResolutions(ctx: StepContext, plan: BuildPlan): void {
+  const { core, row } = ctx;
+  const source = row.sourceId ? sourceById(core, row.sourceId) : null;
+  if (!source || row.branch !== source.defaultBranch) return;
+  try {
+    const resolved = resolutionsIn(contextDir(ctx, plan), core.config.publicUrl);
+    recordConsumers(core, row.projectId, row.id, resolved);
+    if (resolved.length > 0) ctx.log.add("build", "info", `${resolved.length} package(s) resolved from ops's registries recorded: ${resolved.map((r) => `${r.name}@${r.version}`).join(", ")}`);
+  } catch (e) {
+    core.log.warn("build's lockfile resolutions not recorded", { build: row.id, err: (e as Error).message });
+  }
 }
 
 function nativeOutput(ctx: StepContext, plan: BuildPlan): string {
@@ -278,12 +314,23 @@ async function sign(ctx: StepContext): Promise<StepDone> {
   }
 }
 
-/** The working states in order, with the step each runs. */
-export const STEPS: ReadonlyArray<{ state: BuildState; step: StepName; run(ctx: StepContext): Promise<StepDone>; killsProcesses: boolean }> = [
-  { state: "cloning", step: "clone", run: clone, killsProcesses: false },
-  { state: "checks", step: "checks", run: checks, killsProcesses: true },
-  { state: "building", step: "build", run: build, killsProcesses: true },
-  { state: "scanning", step: "scan", run: scan, killsProcesses: false },
-  { state: "pushing", step: "push", run: push, killsProcesses: false },
-  { state: "signing", step: "sign", run: sign, killsProcesses: false },
+/** One step: the state it runs in, what it runs, and how it behaves across a stop. */
+export interface StepDef {
+  state: BuildState;
+  step: StepName;
+  run(ctx: StepContext): Promise<StepDone>;
+  /** It runs processes: a cancel or a shutdown kills them, and they bound their own time. */
+  killsProcesses: boolean;
+  /** Safe to run again after ops stopped during it; otherwise the build fails `internal`. */
+  repeatable: boolean;
+}
+
+/** An image build's working states in order, with the step each runs. */
+export const STEPS: readonly StepDef[] = [
+  { state: "cloning", step: "clone", run: clone, killsProcesses: false, repeatable: true },
+  { state: "checks", step: "checks", run: checks, killsProcesses: true, repeatable: false },
+  { state: "building", step: "build", run: build, killsProcesses: true, repeatable: false },
+  { state: "scanning", step: "scan", run: scan, killsProcesses: false, repeatable: true },
+  { state: "pushing", step: "push", run: push, killsProcesses: false, repeatable: true },
+  { state: "signing", step: "sign", run: sign, killsProcesses: false, repeatable: true },
 ];

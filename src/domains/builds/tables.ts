@@ -1,7 +1,9 @@
 /**
  * Builds: one row per build (a state machine driven by scheduler items, see pipeline.ts) and its
  * log lines. A build names its project, environment, service and repository by value: it keeps
- * its history when the service or the source goes away. Timestamps are integer epoch ms.
+ * its history when the service or the source goes away. A `publish` build belongs to no service
+ * and no environment (both empty strings) and keeps its tag in `branch`. Timestamps are integer
+ * epoch ms.
  */
 import { sqliteTable, text, integer, real, index, primaryKey } from "drizzle-orm/sqlite-core";
 import { projects } from "../access/tables";
@@ -22,6 +24,8 @@ export const builds = sqliteTable(
     trigger: text("trigger", { enum: ["push", "manual", "retry"] }).notNull(),
     /** `host` for a push, otherwise the operator's email (or a machine's handle). */
     requestedBy: text("requested_by").notNull(),
+    /** Who pushed the commit or tag (push builds, and their retries); a publish build's publisher. */
+    pushedBy: text("pushed_by"),
     sourceId: text("source_id"),
     repo: text("repo").notNull(),
     branch: text("branch"),
@@ -43,7 +47,7 @@ export const builds = sqliteTable(
     hostStatusId: integer("host_status_id"),
     /** JSON array of `{step, started_at, finished_at?, ok?, note?}` in run order. */
     stepTimings: text("step_timings").notNull().default("[]"),
-    /** JSON: the build keys resolved at clone time (builder, commands, start, port, context …). */
+    /** JSON: an image build's keys resolved at clone time (builder, commands, start, port, context …); a publish build's module plan. */
     plan: text("plan"),
     /** Cancel asked while running: honoured at the next step boundary (the processes are killed at once). */
     cancelRequested: integer("cancel_requested", { mode: "boolean" }).notNull().default(false),
