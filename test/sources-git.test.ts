@@ -6,10 +6,10 @@
  * message git prints.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
-import { makePerson, makeProject, mintToken } from "./fixtures";
+import { makePerson, makeProject, makeRole, mintToken } from "./fixtures";
 import { PUSH, type PushEvent } from "../src/domains/sources/service";
 import { cloneUrl, git, runGit, workDir } from "./sources-git-helpers";
 
@@ -112,6 +112,38 @@ describe("built-in git host over smart HTTP", () => {
     expect(r.stderr).toContain("sources.save");
     const denied = t.core.sqlite.query("SELECT count(*) AS n FROM audit_log WHERE action = 'sources.save' AND outcome = 'denied'").get() as { n: number };
     expect(denied.n).toBeGreaterThan(0);
+  });
+
+  test("a release tag on a modules/ tree needs packages.publish: refused with git's message and audited; other refs pass", async () => {
+    const role = makeRole(t, slug, "coder", ["project.read", "sources.read", "sources.write", "sources.save"]);
+    const c = await makePerson(t, [{ role, project: slug }]);
+    const coder = mintToken(t, c.principal, { role, project: slug });
+    const dir = workDir();
+    await git(dir, "clone", cloneUrl(t.url, `${slug}/app`, coder), "app");
+    const repo = path.join(dir, "app");
+    mkdirSync(path.join(repo, "modules", "alpha"), { recursive: true });
+    writeFileSync(path.join(repo, "modules", "alpha", "package.json"), '{ "name": "alpha", "version": "0.0.0" }\n');
+    await git(repo, "add", "-A");
+    await git(repo, "commit", "-m", "A module");
+    await git(repo, "push", "origin", "HEAD:main");
+    const head = (await git(repo, "rev-parse", "HEAD")).trim();
+    await git(repo, "tag", "v2.0.0");
+    await git(repo, "tag", "-a", "v2.0.1", "-m", "annotated");
+    await git(repo, "tag", "docs-2");
+    const r = await runGit(repo, ["push", "origin", "v2.0.0", "v2.0.1", "docs-2"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("packages.publish");
+    expect(r.stderr).toMatch(/\[remote rejected\]\s+v2\.0\.0/);
+    expect(r.stderr).toMatch(/\[remote rejected\]\s+v2\.0\.1/);
+    const ls = await git(dir, "ls-remote", cloneUrl(t.url, `${slug}/app`, viewer), "refs/tags/*");
+    expect(ls).toContain("refs/tags/docs-2");
+    expect(ls).not.toContain("refs/tags/v2.0.0");
+    expect(pushes.some((p) => p.ref === "refs/tags/v2.0.0")).toBe(false);
+    const denied = t.core.sqlite.query("SELECT context FROM audit_log WHERE action = 'packages.publish' AND outcome = 'denied'").all() as Array<{ context: string }>;
+    expect(denied.map((d) => JSON.parse(d.context).ref).sort()).toEqual(["refs/tags/v2.0.0", "refs/tags/v2.0.1"]);
+    // A developer (packages.publish included) pushes the same tag.
+    await git(repo, "push", cloneUrl(t.url, `${slug}/app`, dev), "v2.0.0");
+    expect(pushes.some((p) => p.ref === "refs/tags/v2.0.0" && p.after === head)).toBe(true);
   });
 
   test("a clone of another project's repository is refused", async () => {

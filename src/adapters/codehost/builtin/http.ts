@@ -76,6 +76,17 @@ async function readCgiHead(stdout: ReadableStream<Uint8Array>): Promise<{ status
 }
 
 /** Parse the post-receive hook's `<old> <new> <ref>` lines. */
+/** The refs the update hook refused (one per line), and the file removed. */
+function readRefusedRefs(file: string): string[] {
+  try {
+    return readFileSync(file, "utf8").split("\n").map((l) => l.trim()).filter((l) => l.startsWith("refs/"));
+  } catch {
+    return [];
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
 function readPushLog(file: string): Array<{ before: string; after: string; ref: string }> {
   let textLog = "";
   try {
@@ -125,6 +136,12 @@ async function serveCgi(core: Core, deps: GitHttpDeps, req: { request: Request; 
   const protocol = headers.get("git-protocol");
   if (protocol) cgi.HTTP_GIT_PROTOCOL = protocol;
   if (pushLog) cgi.OPS_PUSH_LOG = pushLog;
+  // A release tag publishes the project's modules: without packages.publish the update hook refuses it.
+  const refusedLog = pushLog && !auth.permissions.has("packages.publish") ? `${pushLog}.refused` : null;
+  if (refusedLog) {
+    cgi.OPS_TAG_REFUSAL = `ops: a release tag on a modules/ tree publishes packages; your access does not include packages.publish in ${req.owner}`;
+    cgi.OPS_PUSH_REFUSED = refusedLog;
+  }
 
   const proc = Bun.spawn(["git", "http-backend"], {
     env: gitEnv({ root: deps.root, maxPushBytes: core.config.gitMaxPushBytes, extra: cgi }),
@@ -140,6 +157,10 @@ async function serveCgi(core: Core, deps: GitHttpDeps, req: { request: Request; 
       const [code, errText] = await Promise.all([proc.exited, stderr]);
       if (code !== 0 || errText.trim() !== "") core.log.warn("git http-backend", { repo, service: req.service, code, stderr: errText.trim().slice(0, 2000) });
       if (!pushLog) return;
+      const refused = refusedLog ? readRefusedRefs(refusedLog) : [];
+      for (const ref of refused) {
+        writeAudit(core, core.db, { ...actorOf(auth.principal, auth.meta), action: "packages.publish", target: `source:${repo}`, outcome: "denied", reason: `lacks packages.publish in ${req.owner}`, project: req.owner, context: { op: "push", ref } });
+      }
       const installationId = knownInstallation(core, req.owner);
       const updates = readPushLog(pushLog);
       // The refs are written by git; the audit records who moved which, one row per ref.

@@ -108,11 +108,34 @@ if [ -n "$OPS_PUSH_LOG" ]; then cat >> "$OPS_PUSH_LOG"; else cat > /dev/null; fi
 exit 0
 `;
 
+/**
+ * The update hook, run once per ref before git writes it: a release tag (`v<major>.<minor>.<patch>…`)
+ * created or moved onto a commit with a `modules/` tree starts a publish build, so a pusher
+ * without packages.publish may not push one. The receiving request says so by setting
+ * `OPS_TAG_REFUSAL` (the message git prints as `remote: …`); each refused ref is appended to
+ * `OPS_PUSH_REFUSED` for the audit. Other refs, and deletions, pass.
+ */
+const UPDATE = `#!/bin/sh
+# Written by ops: release tags on a modules/ tree need packages.publish.
+[ -n "$OPS_TAG_REFUSAL" ] || exit 0
+case "$1" in
+  refs/tags/v[0-9]*.[0-9]*.[0-9]*) ;;
+  *) exit 0 ;;
+esac
+[ "$3" = "0000000000000000000000000000000000000000" ] && exit 0
+git cat-file -e "$3^{commit}:modules" 2>/dev/null || exit 0
+echo "$OPS_TAG_REFUSAL" >&2
+[ -n "$OPS_PUSH_REFUSED" ] && echo "$1" >> "$OPS_PUSH_REFUSED"
+exit 1
+`;
+
 /** Write ops's hooks directory (at every start, so an upgrade replaces old hooks). */
 export function installHooks(root: string): void {
   const dir = hooksDir(root);
   mkdirSync(dir, { recursive: true, mode: 0o755 });
-  const hook = path.join(dir, "post-receive");
-  writeFileSync(hook, POST_RECEIVE, { mode: 0o755 });
-  chmodSync(hook, 0o755);
+  for (const [name, text] of [["post-receive", POST_RECEIVE], ["update", UPDATE]] as const) {
+    const hook = path.join(dir, name);
+    writeFileSync(hook, text, { mode: 0o755 });
+    chmodSync(hook, 0o755);
+  }
 }
