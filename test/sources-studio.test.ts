@@ -11,6 +11,9 @@ import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, mintToken } from "./fixtures";
 import { commitFiles, bareDir } from "./sources-fixtures";
 import { cloneUrl, git, workDir } from "./sources-git-helpers";
+import { eq } from "drizzle-orm";
+import { codeHostFor } from "../src/adapters/codehost";
+import { sourceSaves } from "../src/domains/sources/tables";
 
 // Real git processes and servers on a shared machine: bun's preload timeout only reaches the first file.
 setDefaultTimeout(120_000);
@@ -161,6 +164,31 @@ describe("saves", () => {
     expect((await expectStatus(await req("GET", `/saves/${two.id}`), 200)).status).toBe("open");
     // Merging what is no longer open is 409 too.
     await expectStatus(await req("POST", `/saves/${one.id}/merge`), 409);
+  });
+
+  test("a save interrupted after its commit resumes: the branch's commit is reused and the pull request opened", async () => {
+    const queued = await expectStatus(await req("POST", `/${sourceId}/saves`, { message: "Resumed", changes: [{ path: "docs/resume.md", text: "resumed\n" }] }), 202);
+    // What the first run did before ops stopped: the commit on ops/save-<id>, the row `running`.
+    const host = codeHostFor(t.core);
+    const listed = (await expectStatus(await req("GET", ""), 200)) as Array<{ id: string; installation_id: number }>;
+    const ref = { repo, installationId: listed.find((x) => x.id === sourceId)!.installation_id };
+    const head = (await host.resolveRef(ref, "refs/heads/main"))!;
+    const commit = await host.commitChanges(ref, { branch: `ops/save-${queued.save_id}`, parentSha: head, message: "Resumed", author: { name: "Dee Veloper", email: "dee@ops.test" }, changes: [{ path: "docs/resume.md", content: Buffer.from("resumed\n") }] });
+    t.core.db.update(sourceSaves).set({ status: "running" }).where(eq(sourceSaves.id, queued.save_id)).run();
+    await t.core.scheduler.runDue();
+    const resumed = await expectStatus(await req("GET", `/saves/${queued.save_id}`), 200);
+    expect(resumed.status).toBe("open");
+    expect(resumed.commit_sha).toBe(commit);
+    expect(resumed.pull_number).toBeGreaterThan(0);
+    expect(resumed.log).toContain("resumed");
+
+    // A branch of that name holding something else fails the save, saying so.
+    const other = await expectStatus(await req("POST", `/${sourceId}/saves`, { message: "Clash", changes: [{ path: "docs/clash.md", text: "x\n" }] }), 202);
+    await host.commitChanges(ref, { branch: `ops/save-${other.save_id}`, parentSha: seed, message: "Elsewhere", author: { name: "X", email: "x@ops.test" }, changes: [{ path: "x.md", content: Buffer.from("x") }] });
+    await t.core.scheduler.runDue();
+    const failed = await expectStatus(await req("GET", `/saves/${other.save_id}`), 200);
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toContain(`ops/save-${other.save_id} already exists`);
   });
 
   test("a base_sha that no longer matches is refused naming the path; so is a new file over an existing one", async () => {

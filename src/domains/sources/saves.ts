@@ -142,14 +142,28 @@ export async function runSave(core: Core, saveId: number): Promise<void> {
     await checkAgainstHead(host, repo, at.sha, changes);
     const actor = JSON.parse(row.actor) as SaveActor;
     const branch = `ops/save-${row.id}`;
-    const commit = await host.commitChanges(repo, {
-      branch,
-      parentSha: at.sha,
-      message: row.message,
-      author: { name: actor.name, email: actor.email },
-      changes: changes.map((c) => ({ path: c.path, content: c.content === null ? null : Buffer.from(c.content, "base64"), ...(c.movedFrom ? { movedFrom: c.movedFrom } : {}) })),
-    });
-    say(`committed ${commit} on ${branch} (${changes.length} change${changes.length === 1 ? "" : "s"})`);
+    // A save interrupted after its commit (a restart of ops between the two host calls) finds its
+    // branch: the commit is reused when it sits right on the head of `ref`, else the save fails
+    // saying why. Only ops writes `ops/save-<id>`.
+    const existing = await host.resolveRef(repo, `refs/heads/${branch}`);
+    let commit: string;
+    if (existing) {
+      const info = await host.commitInfo(repo, existing);
+      if (!info || info.parents.length !== 1 || info.parents[0] !== at.sha) {
+        throw new OpsError("conflict", `The branch ${branch} already exists and its commit is not this save's over the head of ${at.ref}; save again.`);
+      }
+      commit = existing;
+      say(`resumed: ${branch} already holds ${commit}`);
+    } else {
+      commit = await host.commitChanges(repo, {
+        branch,
+        parentSha: at.sha,
+        message: row.message,
+        author: { name: actor.name, email: actor.email },
+        changes: changes.map((c) => ({ path: c.path, content: c.content === null ? null : Buffer.from(c.content, "base64"), ...(c.movedFrom ? { movedFrom: c.movedFrom } : {}) })),
+      });
+      say(`committed ${commit} on ${branch} (${changes.length} change${changes.length === 1 ? "" : "s"})`);
+    }
     const [title, ...rest] = row.message.split("\n");
     const pull = await host.openPull(repo, { head: branch, base: at.ref, title: title!.trim() || `Save ${row.id}`, body: `${rest.join("\n").trim()}\n\nSaved in the ops studio by ${row.requestedBy}.`.trim() });
     say(`opened pull request #${pull.number} into ${at.ref}`);
