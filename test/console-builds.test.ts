@@ -8,36 +8,20 @@
  * Screenshots go to test/artifacts/ (builds-*.png).
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
+import { launchChromium, shot, WallClock } from "./chromium";
 import type { TestApp } from "./harness";
 import { buildsApp, buildWorld, drain, manualBuild, opsToml, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
 import { claimModuleNames } from "../src/domains/modules/testing";
 import { git } from "./sources-git-helpers";
-import { FixedClock } from "../src/core/clock";
 
 setDefaultTimeout(120_000);
-
-class WallClock extends FixedClock {
-  override now(): number {
-    return Date.now();
-  }
-}
-
-const ARTIFACTS = path.resolve(import.meta.dir, "artifacts");
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 let t: TestApp;
 let w: BuildWorld;
 let browser: Browser;
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   t = await buildsApp({ OPS_SCHEDULER_TICK_MS: "100" }, { clock: new WallClock() });
   w = await buildWorld(t, { envGroup: true });
   const app = { "server.js": SAMPLE_APP["server.js"], "build.js": SAMPLE_APP["build.js"], "check.js": SAMPLE_APP["check.js"] };
@@ -49,7 +33,7 @@ beforeAll(async () => {
   await drain(t);
   await claimModuleNames(t, w.ctx.slug, w.ctx.owner, ["kit"]);
   t.core.scheduler.start();
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

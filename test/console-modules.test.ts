@@ -7,9 +7,8 @@
  * published nothing says how to start. Screenshots go to test/artifacts/ (gitignored).
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext } from "playwright-core";
+import { launchChromium, shot } from "./chromium";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
 import { publishNpm } from "../src/domains/translations/testing";
@@ -17,21 +16,13 @@ import { cargoMetadata, cargoPublishBody, crateArchive } from "../src/domains/re
 import { claimModuleNames, recordPlanForReads } from "../src/domains/modules/testing";
 import { recordConsumers } from "../src/domains/modules/service";
 
-const ARTIFACTS = path.resolve(import.meta.dir, "artifacts");
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-
 let t: TestApp;
 let browser: Browser;
 let context: BrowserContext;
 let dana: Person;
 const SLUG = "acme";
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   t = await createTestApp();
   makeProject(t, SLUG);
   makeProject(t, "shop");
@@ -47,7 +38,7 @@ beforeAll(async () => {
     { registry: "npm", name: "@ops/alpha", version: "1.0.0" },
     { registry: "cargo", name: "acme-alpha", version: "1.0.0" },
   ]);
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: "en-GB" });
 }, 60_000);
 
