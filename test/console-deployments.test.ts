@@ -8,7 +8,7 @@ import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "
 import type { Browser } from "playwright-core";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
-import { pushApp } from "./deploy-fixtures";
+import { listenIngress, pushApp } from "./deploy-fixtures";
 import { launchChromium, runUntil as runSchedulerUntil, shot, WallClock } from "./chromium";
 
 setDefaultTimeout(120_000);
@@ -18,12 +18,14 @@ let browser: Browser;
 let person: Person;
 let project: string;
 const digests: Record<string, string> = {};
+let ingressUrl: string;
 
 const runUntil = (done: () => Promise<boolean>) => runSchedulerUntil(t, done);
 
 beforeAll(async () => {
   t = await createTestApp({ clock: new WallClock(), env: { OPS_DEPLOY_HEALTH_TIMEOUT_SECS: "10" } });
   project = makeProject(t, "tea-house").slug;
+  ingressUrl = listenIngress(t);
   person = await makePerson(t, [{ role: "developer", project }], { email: "rui@ops.test", displayName: "Rui", password: "correct-horse-battery" });
   digests.v1 = await pushApp(t, project, "web", { version: "v1" });
   await expectStatus(await t.request("POST", `/api/v1/projects/${project}/resources/service`, { token: person.session, body: { name: "web", spec: { image: `${project}/web`, health_check_path: "/healthz", replicas: 2, limits: { memory_mb: 256 } } } }), 201);
@@ -62,6 +64,16 @@ describe("Deployments in chromium", () => {
     expect(await page.locator("table.replicas tbody tr").first().getByText("running").isVisible()).toBe(true);
     expect(await page.locator("table.replicas").getByText("256 MiB").first().isVisible()).toBe(true);
     await shot(page, "deployments-service");
+
+    // The service's address through ops's ingress: Chromium resolves *.localhost to loopback.
+    const port = new URL(ingressUrl).port;
+    const open = page.getByRole("link", { name: `http://web.production.tea-house.localhost:${port}/` });
+    expect(await open.getAttribute("href")).toBe(`http://web.production.tea-house.localhost:${port}/`);
+    const visit = await context.newPage();
+    const answer = await visit.goto(`http://web.production.tea-house.localhost:${port}/version`);
+    expect(answer?.status()).toBe(200);
+    expect(await visit.locator("body").innerText()).toBe("v1");
+    await visit.close();
 
     // Deploy the newest pushed image (v2): a confirmation first.
     const pick = page.getByLabel("Build or image");

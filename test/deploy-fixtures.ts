@@ -22,7 +22,7 @@ export const WRAP_JS = String.raw`
 const http = require("http");
 const create = http.createServer;
 http.createServer = (handler) => create((req, res) => {
-  if (req.url === "/version") return res.end(process.env.APP_VERSION || "");
+  if (req.url === "/version") { res.setHeader("content-type", "text/plain"); return res.end(process.env.APP_VERSION || ""); }
   if (req.url === "/healthz") { res.statusCode = process.env.HEALTH === "fail" ? 500 : 200; return res.end(process.env.HEALTH === "fail" ? "sick" : "ok"); }
   return handler(req, res);
 });

@@ -145,6 +145,10 @@ describe("a deployed service", () => {
     await Bun.sleep(10);
     expect((await viaIngress(base, "shop.example.com", "/version")).status).toBe(404);
     expect((await viaIngress(base, "shop.example.com", "/api/x")).status).toBe(200);
+    // The service's status names where it answers: its default host, then the domain's.
+    const port = new URL(base).port;
+    const web = await expectStatus(await req("POST", "/resources/service/web/observe"), 200);
+    expect(web.status.detail.urls).toEqual([`http://${host()}:${port}/`, `http://shop.example.com:${port}/api/`]);
     await expectStatus(await req("DELETE", "/resources/domain/shop"), 204);
     await Bun.sleep(10);
     expect((await viaIngress(base, "shop.example.com", "/api/x")).status).toBe(404);

@@ -40,6 +40,8 @@ export interface ServiceInfo {
       rollout?: { deployment: number; rollout: string; note: string | null } | null;
       health?: string | null;
       health_note?: string | null;
+      /** Where the ingress serves the service (empty when it is off). */
+      urls?: string[];
     };
   };
 }

@@ -158,6 +158,22 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
             <dd>{d.replicas_wanted ?? svc.spec.replicas ?? 1} wanted</dd>
             <dt>Health check</dt>
             <dd>{svc.spec.health_check_path ? <code>{svc.spec.health_check_path}</code> : "the port accepts connections"}</dd>
+            <dt>Open</dt>
+            <dd>
+              {(d.urls ?? []).length === 0 ? (
+                <span class="muted">not served: the ingress is off (OPS_INGRESS_LISTEN)</span>
+              ) : (
+                <ul class="urls">
+                  {d.urls!.map((u) => (
+                    <li key={u}>
+                      <a href={u} target="_blank" rel="noopener noreferrer">
+                        {u}
+                      </a>
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </dd>
             {flying && (
               <>
                 <dt>Rollout</dt>

@@ -1,5 +1,5 @@
 /**
- * The hand-off to deployments (BUILDS-DEPLOY-CONTRACT.md). Builds never imports the deployments
+ * The hand-off to deployments. Builds never imports the deployments
  * domain: deployments installs a `BuildDeployer` here from its module's `install`, and builds calls
  * it once a signed image build enters `deploying`. Without one, a build ends `healthy` after
  * signing with a note saying it was not deployed.

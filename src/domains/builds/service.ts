@@ -1,6 +1,6 @@
 /**
  * The builds domain's surface: the reads behind the routes, and what other domains use —
- * deployments through BUILDS-DEPLOY-CONTRACT.md (`installBuildDeployer`, `recordBuildVerdict`,
+ * deployments through the hand-off of deployer.ts (`installBuildDeployer`, `recordBuildVerdict`,
  * `getBuildRow`, `buildBetweenDeployingAndVerdict`, `listBuildsForTimeline`, `toBuildResponse`).
  * Other domains import only this file.
  */

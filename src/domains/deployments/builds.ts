@@ -1,5 +1,5 @@
 /**
- * The deployments side of the hand-off with the builds domain (BUILDS-DEPLOY-CONTRACT): the
+ * The deployments side of the hand-off with the builds domain (builds/deployer.ts): the
  * deployer builds hand a signed image to when a build reaches `deploying` (auto-deploy on push,
  * and every manual build), the verdict given back once per build it was handed, the image of a
  * build named by a deploy's `build_id`, the rule that no rollout starts while a build of the

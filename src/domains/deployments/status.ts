@@ -10,6 +10,7 @@ import { isoOrNull } from "../../core/clock";
 import { findResource, specOf, writeStatus, type Observed, type ResourceRow, type ServiceSpec } from "../resources/service";
 import { addComponent, listComponents, removeComponent, setComponentState } from "../status/service";
 import { runtimeOf, type ReplicaStatus } from "../../adapters/runtime";
+import { defaultHost, ingressOf, serviceKey, type ServiceRef } from "../../adapters/ingress";
 import { liveOf, type ServiceAddress } from "./live";
 import { describeExit } from "./probe";
 import { inFlightDeployment, serviceKeyOf, serviceRun, shortDigest } from "./rows";
@@ -27,6 +28,28 @@ function replicaView(s: ReplicaStatus) {
     next_restart_at: isoOrNull(s.nextRestartAt),
     memory: { limit_mb: s.memory.limitMb, enforced: s.memory.enforced, how: s.memory.how, reason: s.memory.reason },
   };
+}
+
+/**
+ * Where the ingress serves a service: its default host, then each exact host of the domain
+ * resources routed to it (with the path prefix); wildcards are left out (no single address).
+ * Empty while the ingress does not listen.
+ */
+export function serviceUrls(core: Core, ref: ServiceRef): string[] {
+  const ingress = ingressOf(core);
+  const addr = ingress.address;
+  if (!addr) return [];
+  const port = addr.port === 80 ? "" : `:${addr.port}`;
+  const urls = [`http://${defaultHost(ref)}${port}/`];
+  const entry = ingress.table().find((e) => serviceKey(e.service) === serviceKey(ref));
+  for (const route of entry?.routes ?? []) {
+    for (const host of route.hosts) {
+      if (host.startsWith("*.")) continue;
+      const prefix = route.pathPrefix ?? "/";
+      urls.push(`http://${host}${port}${prefix.endsWith("/") ? prefix : `${prefix}/`}`);
+    }
+  }
+  return [...new Set(urls)];
 }
 
 /** The live status of a service resource. */
@@ -49,6 +72,7 @@ export function observeService(core: Core, project: ProjectRef, row: ResourceRow
     health: run?.health ?? null,
     health_note: run?.healthNote ?? null,
     restart_required: row.restartNote,
+    urls: serviceUrls(core, { project: project.slug, environment, service: row.name }),
   };
   const rolling = flight ? `; deployment ${flight.id} is ${flight.rollout}` : "";
   if (!run) return { state: "pending", summary: (row.restartNote ?? "not deployed") + rolling, detail };
