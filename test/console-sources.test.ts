@@ -39,10 +39,6 @@ beforeAll(async () => {
   await git(w, "add", ".");
   await git(w, "commit", "-q", "-m", "First commit");
   await git(w, "push", "-q", "origin", "HEAD:main");
-  // Scan the default branch so the page shows what the repository declares.
-  const scan = await expectStatus(await t.request("POST", `/api/v1/projects/${project}/sources/scan`, { token: person.session, body: { repo } }), 202);
-  await t.core.scheduler.runDue();
-  expect((await expectStatus(await t.request("GET", `/api/v1/projects/${project}/sources/scans/${scan.scan_id}`, { token: person.session }), 200)).status).toBe("succeeded");
   browser = await launchChromium();
 });
 
@@ -65,7 +61,15 @@ describe("Sources in chromium", () => {
     const row = page.locator("table.sources tbody tr").first();
     await row.getByText(repo).waitFor();
     expect(await row.getByText("just now").isVisible()).toBe(true);
-    expect(await row.locator(".tag", { hasText: "web" }).isVisible()).toBe(true);
+    // Nothing declared until a scan reads the default branch's ops.toml and reconciles it.
+    expect(await row.getByText("none").isVisible()).toBe(true);
+    await row.getByRole("button", { name: "Scan" }).click();
+    await runUntil(t, async () => (await page.getByText(/Scan \d+ of .* at main: created service web \(production, staging\)/).count()) > 0);
+    expect(await page.getByText(/A push to the default branch now builds web/).isVisible()).toBe(true);
+    await row.locator(".tag", { hasText: "web" }).waitFor();
+    const web = await expectStatus(await t.request("GET", `/api/v1/projects/${project}/resources/service/web?environment=production`, { token: person.session }), 200);
+    expect(web.spec.source.repo).toBe(repo);
+    await shot(page, "sources-scanned");
     const clone = page.getByLabel(`Clone URL of ${repo}`);
     expect(await clone.inputValue()).toBe(`${t.url}/git/${repo}.git`);
     await row.getByRole("button", { name: "Copy" }).click();

@@ -1,7 +1,8 @@
 /**
  * A project's Sources page (`/projects/<slug>/sources`): the connected repositories with their
- * last push, what their ops.toml declares and the clone URL (with a copy button), and a form to
- * connect one. `/projects/<slug>/sources/<id>` is a repository's studio (studio.tsx). A link from
+ * last push, what their ops.toml declares and the clone URL (with a copy button), a Scan button
+ * that reads the default branch's ops.toml and reconciles the project's services, domains and
+ * release steps (what a push does not do), and a form to connect one. `/projects/<slug>/sources/<id>` is a repository's studio (studio.tsx). A link from
  * the code host's web pages (`?repo=owner/name&ref=…&path=…`) opens the matching studio.
  */
 import { useEffect, useState } from "preact/hooks";
@@ -20,6 +21,57 @@ export interface SourceInfo {
   last_event_at?: string | null;
   services: string[];
   declared?: { services: string[]; steps: string[]; domains: Record<string, string[]>; hooks: Record<string, string[]> } | null;
+}
+
+interface ScanQueued {
+  scan_id: number;
+  status: string;
+}
+
+interface DetectedService {
+  name: string;
+  kind: string;
+  port?: number | null;
+}
+
+interface ReconciledRow {
+  kind: string;
+  name: string;
+  environment?: string | null;
+  reason?: string | null;
+}
+
+interface ScanResult {
+  id: number;
+  status: string;
+  git_ref: string;
+  error?: string | null;
+  reconciled?: { created: ReconciledRow[]; updated: ReconciledRow[]; refused: ReconciledRow[]; undeclared: ReconciledRow[] } | null;
+}
+
+/** `service web (production, staging)` per kind and name. */
+function rowsText(rows: readonly ReconciledRow[]): string {
+  const byName = new Map<string, string[]>();
+  for (const r of rows) {
+    const k = `${r.kind} ${r.name}`;
+    const envs = byName.get(k) ?? [];
+    if (r.environment) envs.push(r.environment);
+    byName.set(k, envs);
+  }
+  return [...byName].map(([k, envs]) => (envs.length > 0 ? `${k} (${envs.join(", ")})` : k)).join("; ");
+}
+
+/** One paragraph for a finished scan. */
+function describeScan(r: ScanResult, s: SourceInfo): { text: string; kind: "ok" | "info" | "error"; services: string[] } {
+  if (r.status === "failed") return { kind: "error", services: [], text: `Scan ${r.id} of ${s.repo} failed: ${r.error ?? "see the scan's log"}.` };
+  const rec = r.reconciled;
+  const parts: string[] = [];
+  if (rec?.created.length) parts.push(`created ${rowsText(rec.created)}`);
+  if (rec?.updated.length) parts.push(`updated ${rowsText(rec.updated)}`);
+  if (rec?.refused.length) parts.push(`refused ${rec.refused.map((x) => `${x.kind} ${x.name}${x.environment ? ` (${x.environment})` : ""}: ${x.reason ?? "refused"}`).join("; ")}`);
+  if (rec?.undeclared.length) parts.push(`no longer declared (left in place): ${rowsText(rec.undeclared)}`);
+  const services = [...new Set([...(rec?.created ?? []), ...(rec?.updated ?? [])].filter((x) => x.kind === "service").map((x) => x.name))];
+  return { kind: rec?.refused.length ? "info" : "ok", services, text: `Scan ${r.id} of ${s.repo} at ${r.git_ref}: ${parts.length > 0 ? parts.join("; ") : "everything was already as declared"}.` };
 }
 
 /** The section: the list, or a studio when the path names a source. */
@@ -60,6 +112,8 @@ function SourceList(props: SectionProps) {
   const [repo, setRepo] = useState(`${slug}/`);
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
+  const [scanning, setScanning] = useState<string | null>(null);
+  const [scanResult, setScanResult] = useState<{ text: string; kind: "ok" | "info" | "error"; services: string[] } | null>(null);
 
   const load = () =>
     api<SourceInfo[]>("GET", `/api/v1/projects/${slug}/sources`)
@@ -97,12 +151,57 @@ function SourceList(props: SectionProps) {
     }
   }
 
+  /** Scan the default branch; a repository with an ops.toml is reconciled (a queued scan, followed here). */
+  async function scan(s: SourceInfo) {
+    setScanning(s.id);
+    setError(null);
+    setNotice(null);
+    setScanResult(null);
+    try {
+      const first = await api<ScanQueued | DetectedService[]>("POST", `/api/v1/projects/${slug}/sources/scan`, { repo: s.repo });
+      if (Array.isArray(first)) {
+        const found = first.map((d) => `${d.name} (${d.kind}${d.port ? `, port ${d.port}` : ""})`).join(", ");
+        setScanResult({ kind: "info", services: [], text: `${s.repo} has no ops.toml on ${s.default_branch}: nothing was reconciled. Its Dockerfiles describe ${found || "no service"}.` });
+        return;
+      }
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        const r = await api<ScanResult>("GET", `/api/v1/projects/${slug}/sources/scans/${first.scan_id}`);
+        if (r.status === "succeeded" || r.status === "failed") {
+          setScanResult(describeScan(r, s));
+          break;
+        }
+        if (Date.now() > deadline) {
+          setScanResult({ kind: "info", services: [], text: `Scan ${first.scan_id} is still ${r.status}; its result will show on this page when it ends.` });
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      await load();
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : `Could not scan ${s.repo}.`);
+    } finally {
+      setScanning(null);
+    }
+  }
+
   return (
     <section aria-labelledby="sources-title">
       <h2 id="sources-title">Sources</h2>
       <p class="hint">Repositories this project builds from. Push with an ops token as the password (any user name); edit files in a repository's studio.</p>
       {error && <Alert>{error}</Alert>}
       {notice && <Alert kind="ok">{notice}</Alert>}
+      {scanResult && (
+        <Alert kind={scanResult.kind}>
+            {scanResult.text}
+            {scanResult.services.length > 0 && (
+              <>
+                {" "}
+                A push to the default branch now builds {scanResult.services.join(", ")}; or start a build on the <Link href={`/projects/${slug}/builds`}>Builds</Link> page.
+              </>
+            )}
+        </Alert>
+      )}
       {!sources && !error && <p aria-busy="true">Loading sources…</p>}
       {sources && sources.length === 0 && <p class="muted">No repository is connected yet.</p>}
       {sources && sources.length > 0 && (
@@ -113,6 +212,9 @@ function SourceList(props: SectionProps) {
               <th scope="col">Last push</th>
               <th scope="col">Declared services</th>
               <th scope="col">Clone URL</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -138,6 +240,11 @@ function SourceList(props: SectionProps) {
                 </td>
                 <td>
                   <CopyField label={`Clone URL of ${s.repo}`} value={s.clone_url} />
+                </td>
+                <td>
+                  <button type="button" class="small" disabled={scanning !== null} title={`Read ${s.default_branch}'s ops.toml and reconcile the project's services`} onClick={() => void scan(s)}>
+                    {scanning === s.id ? "Scanning…" : "Scan"}
+                  </button>
                 </td>
               </tr>
             ))}
