@@ -10,7 +10,7 @@ import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { type Browser, type Page } from "playwright-core";
 import { launchChromium, shot, WallClock } from "./chromium";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
-import { makePerson, makeProject, type Person } from "./fixtures";
+import { makeOwner, makePerson, makeProject, type Person } from "./fixtures";
 import { DEVICE_GRANT_TYPE } from "../src/domains/device/service";
 
 let t: TestApp;
@@ -160,5 +160,33 @@ describe("the console in chromium", () => {
     await page.getByRole("heading", { name: "Resources" }).waitFor();
     await page.getByText("No resources in production yet.").waitFor();
     await shot(page, "project-overview");
+    // A developer is not offered to create projects.
+    await page.goto(`${t.url}/projects`);
+    await page.getByRole("heading", { name: "Projects", exact: true }).waitFor();
+    expect(await page.getByRole("button", { name: "Create project" }).count()).toBe(0);
+  }, 60_000);
+
+  test("an estate owner creates a project from /projects and lands on its Sources page", async () => {
+    const owner = await makeOwner(t, { email: "olga@ops.test" });
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/projects`);
+    await page.getByLabel("Email").fill(owner.email);
+    await page.getByLabel("Password").fill(owner.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "New project" }).waitFor();
+    await page.getByLabel("Slug").fill("web-shop");
+    await page.getByRole("button", { name: "Create project" }).click();
+    await page.getByRole("alert").getByText(/web-shop/).waitFor();
+    await page.getByLabel("Slug").fill("tea-shop");
+    await page.getByLabel("Name").fill("Tea shop");
+    await page.getByLabel("Environments").fill("production");
+    await page.getByRole("button", { name: "Create project" }).click();
+    await page.getByRole("heading", { name: "Sources" }).waitFor();
+    expect(page.url()).toBe(`${t.url}/projects/tea-shop/sources`);
+    const created = await expectStatus(await t.request("GET", "/api/v1/projects/tea-shop", { token: owner.session }), 200);
+    expect([created.name, created.environments]).toEqual(["Tea shop", ["production"]]);
+    await shot(page, "project-created");
+    await context.close();
   }, 60_000);
 });

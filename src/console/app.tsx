@@ -77,7 +77,7 @@ export function App() {
       );
   } else if (loc.path === "/device") screen = <DevicePage me={me} initialCode={loc.query.get("user_code") ?? ""} />;
   else if (loc.path === "/account" || loc.path === "/") screen = <AccountPage me={me} onChange={() => void loadMe()} />;
-  else if (loc.path === "/projects") screen = <ProjectList />;
+  else if (loc.path === "/projects") screen = <ProjectList me={me} />;
   else if (loc.path.startsWith("/projects/"))
     screen = <ProjectFrame me={me} segments={loc.path.slice("/projects/".length).split("/").filter(Boolean).map(decodeURIComponent)} query={loc.query} />;
   else screen = <Alert kind="info">Nothing here. Try the <Link href="/account">account page</Link>.</Alert>;

@@ -188,7 +188,9 @@ function SourceList(props: SectionProps) {
   return (
     <section aria-labelledby="sources-title">
       <h2 id="sources-title">Sources</h2>
-      <p class="hint">Repositories this project builds from. Push with an ops token as the password (any user name); edit files in a repository's studio.</p>
+      <p class="hint">
+        Repositories this project builds from. Push with an ops token as the password (any user name; mint one on your <Link href="/account">Account</Link> page); edit files in a repository's studio.
+      </p>
       {error && <Alert>{error}</Alert>}
       {notice && <Alert kind="ok">{notice}</Alert>}
       {scanResult && (
