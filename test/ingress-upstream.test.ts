@@ -136,6 +136,9 @@ describe("the upstream client", () => {
     expect(r.headers.map(([n]) => n)).toEqual(["set-cookie", "set-cookie", "content-length"]);
     await client.request("127.0.0.1", up.port, "GET", "/", { host: "a" });
     expect(up.accepted).toBe(2);
+    // Both were closed after their answer: nothing is kept for that port.
+    await Bun.sleep(20);
+    expect(client.connections("127.0.0.1", up.port)).toBe(0);
   });
 
   test("an idle connection the upstream closed is replayed once on a fresh one", async () => {

@@ -364,9 +364,15 @@ export function createUpstreamClient(opts: UpstreamPoolOptions = {}): UpstreamCl
         close(s) {
           const c = s.data;
           c.closed = true;
-          open.set(c.pool.key, (open.get(c.pool.key) ?? 1) - 1);
+          const left = (open.get(c.pool.key) ?? 1) - 1;
           const at = c.pool.idle.indexOf(c);
           if (at >= 0) c.pool.idle.splice(at, 1);
+          // A replica's port is forgotten with its last connection (replicas come and go).
+          if (left > 0) open.set(c.pool.key, left);
+          else {
+            open.delete(c.pool.key);
+            if (pools.get(c.pool.key) === c.pool && c.pool.idle.length === 0) pools.delete(c.pool.key);
+          }
           const ex = c.ex;
           if (!ex) return;
           c.ex = null;
