@@ -13,7 +13,7 @@
  * directory, and anything that is not a file, directory or symlink (FIFOs, sockets, devices).
  * Hard links inside the directory become tar hard links to the first path in sorted order.
  */
-import { createReadStream, createWriteStream, lstatSync, readdirSync, readlinkSync } from "node:fs";
+import { createReadStream, createWriteStream, lstatSync, readFileSync, readdirSync, readlinkSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { createGzip } from "node:zlib";
 import { Readable, Transform } from "node:stream";
@@ -131,11 +131,48 @@ function headerBlocks(e: Entry): Buffer[] {
   return blocks;
 }
 
+/** Files up to this size are read whole; larger ones are streamed. */
+const SMALL_FILE = 1024 * 1024;
+
+/**
+ * Chunks of at least 64 KiB: a tar of many small files is thousands of headers, paddings and
+ * file bodies, and every chunk costs a trip through each stage of the pipeline.
+ */
+async function* coalesced(chunks: AsyncGenerator<Buffer>): AsyncGenerator<Buffer> {
+  const MIN = 64 * 1024;
+  let parts: Buffer[] = [];
+  let bytes = 0;
+  for await (const c of chunks) {
+    if (bytes === 0 && c.length >= MIN) {
+      yield c;
+      continue;
+    }
+    parts.push(c);
+    bytes += c.length;
+    if (bytes >= MIN) {
+      yield Buffer.concat(parts, bytes);
+      parts = [];
+      bytes = 0;
+    }
+  }
+  if (bytes > 0) yield Buffer.concat(parts, bytes);
+}
+
 /** The uncompressed tar stream of the entries. */
 async function* tarStream(entries: Entry[]): AsyncGenerator<Buffer> {
   for (const e of entries) {
     for (const b of headerBlocks(e)) yield b;
     if (e.type !== "File" || e.size === 0) continue;
+    if (e.size <= SMALL_FILE) {
+      // Most files of an output (node_modules) are small: one read each, no stream per file.
+      const bytes = readFileSync(e.abs);
+      if (bytes.length > e.size) throw new ImageRefused(`${e.rel} grew while it was being packed`, e.rel);
+      if (bytes.length < e.size) throw new ImageRefused(`${e.rel} shrank while it was being packed`, e.rel);
+      yield bytes;
+      const pad = (512 - (e.size % 512)) % 512;
+      if (pad > 0) yield Buffer.alloc(pad);
+      continue;
+    }
     let read = 0;
     for await (const chunk of createReadStream(e.abs) as AsyncIterable<Buffer>) {
       read += chunk.length;
@@ -170,7 +207,7 @@ export async function packLayer(outputDir: string, layerFile: string, clampMs: n
   const gzHash = createHash("sha256");
   const tarCount = { bytes: 0 };
   const gzCount = { bytes: 0 };
-  await pipeline(Readable.from(tarStream(entries)), hashing(tarHash, tarCount), createGzip({ level: 6 }), hashing(gzHash, gzCount), createWriteStream(layerFile, { mode: 0o600 }));
+  await pipeline(Readable.from(coalesced(tarStream(entries))), hashing(tarHash, tarCount), createGzip({ level: 6 }), hashing(gzHash, gzCount), createWriteStream(layerFile, { mode: 0o600 }));
   return {
     file: layerFile,
     digest: `sha256:${gzHash.digest("hex")}`,
