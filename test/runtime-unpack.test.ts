@@ -196,6 +196,26 @@ describe("hostile layers", () => {
     expect(reasons["ok/../../x"]).toContain("leaves the image root");
   });
 
+  test("a directory replaced by a symlink in the same layer is not written through", async () => {
+    const { images } = sandbox();
+    const r = await unpackImage(images, digest(), [
+      gz([
+        { path: "a/", type: "5" },
+        { path: "a/x", body: "first" },
+        { path: "b/", type: "5" },
+        // `a` becomes a link to `b` after files went into it: what follows must not land in `b`.
+        { path: "a", type: "2", linkpath: "b" },
+        { path: "a/y", body: "through the link" },
+        { path: "a/deep/z", body: "through the link" },
+      ]),
+    ]);
+    expect(lstatSync(path.join(r.root, "a")).isSymbolicLink()).toBe(true);
+    expect(readdirSync(path.join(r.root, "b"))).toEqual([]);
+    const reasons = Object.fromEntries(r.refused.map((x) => [x.path, x.reason]));
+    expect(reasons["a/y"]).toContain("symlink");
+    expect(reasons["a/deep/z"]).toContain("symlink");
+  });
+
   test("hard links may only name files already in the root; devices and FIFOs are not made", async () => {
     const { base, images } = sandbox();
     const r = await unpackImage(images, digest(), [

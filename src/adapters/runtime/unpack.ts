@@ -22,8 +22,8 @@
  * that exists is reused; two processes racing keep whichever rename won).
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { chmod, link, lstat, mkdir, open, readdir, rename, rm, symlink, unlink, type FileHandle } from "node:fs/promises";
+import { chmodSync, closeSync, existsSync, fchmodSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { chmod, rename } from "node:fs/promises";
 import path from "node:path";
 import { Parser, type ReadEntry } from "tar";
 
@@ -103,38 +103,58 @@ const dirMode = (mode: number | undefined) => ((mode ?? 0o755) & 0o777) | 0o755;
 
 class Refused extends Error {}
 
-async function lstatOrNull(p: string) {
-  try {
-    return await lstat(p);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw e;
-  }
+/** Write all of `bytes` (writeSync may write less than asked). */
+function writeFully(fd: number, bytes: Buffer): void {
+  let off = 0;
+  while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+}
+
+/*
+ * The filesystem work is synchronous: an image of thousands of small files (a node_modules) is
+ * thousands of stat, open, write, chmod and close calls, and each async call is a trip through the
+ * thread pool that costs more than the call. The event loop still gets a turn between the chunks
+ * of the layer as they are read. Parents already checked as real directories in this unpack are
+ * remembered (`dirs`) and forgotten as soon as anything at or under them is removed, so the
+ * "no parent is a symlink" rule holds for every entry.
+ */
+function lstatOrNull(p: string) {
+  return lstatSync(p, { throwIfNoEntry: false }) ?? null;
+}
+
+/** Forget `p` and everything under it from the checked directories. */
+function forget(s: Pick<LayerState, "dirs">, p: string): void {
+  const prefix = `${p}/`;
+  for (const d of s.dirs) if (d === p || d.startsWith(prefix)) s.dirs.delete(d);
 }
 
 /** Make sure every parent of `parts` is a real directory in the root (created when missing). */
-async function ensureParents(root: string, parts: string[], create: boolean): Promise<boolean> {
-  let cur = root;
+function ensureParents(s: Pick<LayerState, "root" | "dirs">, parts: string[], create: boolean): boolean {
+  let cur = s.root;
   for (const seg of parts.slice(0, -1)) {
     cur = path.join(cur, seg);
-    const st = await lstatOrNull(cur);
+    if (s.dirs.has(cur)) continue;
+    const st = lstatOrNull(cur);
     if (!st) {
       if (!create) return false;
-      await mkdir(cur, { mode: 0o755 });
+      mkdirSync(cur, { mode: 0o755 });
+      s.dirs.add(cur);
       continue;
     }
-    if (st.isSymbolicLink()) throw new Refused(`its parent ${path.relative(root, cur)} is a symlink`);
-    if (!st.isDirectory()) throw new Refused(`its parent ${path.relative(root, cur)} is not a directory`);
+    if (st.isSymbolicLink()) throw new Refused(`its parent ${path.relative(s.root, cur)} is a symlink`);
+    if (!st.isDirectory()) throw new Refused(`its parent ${path.relative(s.root, cur)} is not a directory`);
+    s.dirs.add(cur);
   }
   return true;
 }
 
 /** Remove whatever is at `p` (a link is removed, never followed). */
-async function clear(p: string): Promise<void> {
-  const st = await lstatOrNull(p);
+function clear(s: Pick<LayerState, "dirs">, p: string): void {
+  const st = lstatOrNull(p);
   if (!st) return;
-  if (st.isDirectory()) await rm(p, { recursive: true, force: true });
-  else await unlink(p);
+  if (st.isDirectory()) {
+    forget(s, p);
+    rmSync(p, { recursive: true, force: true });
+  } else unlinkSync(p);
 }
 
 interface LayerState {
@@ -144,6 +164,10 @@ interface LayerState {
   written: Set<string>;
   refused: Refusal[];
   budget: { bytes: number; entries: number };
+  /** Absolute paths checked (or made) as real directories, not links (see above). */
+  dirs: Set<string>;
+  /** Files open for writing (closed when the layer ends, whatever happened). */
+  open: Set<number>;
 }
 
 function markWritten(s: LayerState, parts: string[]): void {
@@ -151,16 +175,16 @@ function markWritten(s: LayerState, parts: string[]): void {
 }
 
 /** Opaque whiteout: remove from `rel` everything this layer did not write, recursing into what it did. */
-async function clearLower(s: LayerState, rel: string): Promise<void> {
+function clearLower(s: LayerState, rel: string): void {
   const abs = path.join(s.root, rel);
-  const st = await lstatOrNull(abs);
+  const st = lstatOrNull(abs);
   if (!st || !st.isDirectory()) return;
-  for (const name of await readdir(abs)) {
+  for (const name of readdirSync(abs)) {
     const childRel = rel === "" ? name : `${rel}/${name}`;
-    if (!s.written.has(childRel)) await clear(path.join(abs, name));
+    if (!s.written.has(childRel)) clear(s, path.join(abs, name));
     else {
-      const cst = await lstat(path.join(abs, name));
-      if (cst.isDirectory()) await clearLower(s, childRel);
+      const cst = lstatSync(path.join(abs, name));
+      if (cst.isDirectory()) clearLower(s, childRel);
     }
   }
 }
@@ -195,7 +219,7 @@ function onEntry(s: LayerState, entry: ReadEntry, enqueue: (fn: () => Promise<vo
     const dirParts = parts.slice(0, -1);
     if (name === OPAQUE) {
       return guarded(async () => {
-        if (await ensureParents(s.root, [...dirParts, "x"], false)) await clearLower(s, dirParts.join("/"));
+        if (ensureParents(s, [...dirParts, "x"], false)) clearLower(s, dirParts.join("/"));
       });
     }
     const target = name.slice(WHITEOUT.length);
@@ -203,7 +227,7 @@ function onEntry(s: LayerState, entry: ReadEntry, enqueue: (fn: () => Promise<vo
     const targetRel = [...dirParts, target].join("/");
     return guarded(async () => {
       if (s.written.has(targetRel)) return;
-      if (await ensureParents(s.root, [...dirParts, target], false)) await clear(path.join(s.root, ...dirParts, target));
+      if (ensureParents(s, [...dirParts, target], false)) clear(s, path.join(s.root, ...dirParts, target));
     });
   }
 
@@ -213,11 +237,12 @@ function onEntry(s: LayerState, entry: ReadEntry, enqueue: (fn: () => Promise<vo
       entry.resume();
       markWritten(s, parts);
       return guarded(async () => {
-        await ensureParents(s.root, parts, true);
-        const st = await lstatOrNull(abs);
-        if (st && !st.isDirectory()) await unlink(abs);
-        if (!st || !st.isDirectory()) await mkdir(abs, { mode: 0o755 });
-        await chmod(abs, dirMode(entry.mode));
+        ensureParents(s, parts, true);
+        const st = lstatOrNull(abs);
+        if (st && !st.isDirectory()) unlinkSync(abs);
+        if (!st || !st.isDirectory()) mkdirSync(abs, { mode: 0o755 });
+        chmodSync(abs, dirMode(entry.mode));
+        s.dirs.add(abs);
       });
     }
     case "File":
@@ -226,32 +251,34 @@ function onEntry(s: LayerState, entry: ReadEntry, enqueue: (fn: () => Promise<vo
       s.budget.bytes -= entry.size;
       if (s.budget.bytes < 0) throw new UnpackError(`the image unpacks to more than ${limits.maxBytes} bytes`);
       markWritten(s, parts);
-      let fh: FileHandle | null = null;
+      let fd: number | null = null;
       let skip = false;
       guarded(async () => {
         try {
-          await ensureParents(s.root, parts, true);
+          ensureParents(s, parts, true);
         } catch (e) {
           skip = true;
           throw e;
         }
-        await clear(abs);
+        clear(s, abs);
         // "wx": O_CREAT|O_EXCL, which never follows a link someone left at the path.
-        fh = await open(abs, "wx", 0o600);
+        fd = openSync(abs, "wx", 0o600);
+        s.open.add(fd);
       });
       entry.on("data", (chunk: Buffer) => {
         const copy = Buffer.from(chunk);
         enqueue(async () => {
-          if (!skip && fh) await fh.write(copy);
+          if (!skip && fd !== null) writeFully(fd, copy);
         });
       });
       // The parser ends an entry before it starts the next, so this runs after its last write.
       entry.on("end", () =>
         enqueue(async () => {
-          const h = fh as FileHandle | null;
-          if (!h) return;
-          await h.chmod(fileMode(entry.mode));
-          await h.close();
+          if (fd === null) return;
+          fchmodSync(fd, fileMode(entry.mode));
+          s.open.delete(fd);
+          closeSync(fd);
+          fd = null;
         }),
       );
       return;
@@ -262,9 +289,9 @@ function onEntry(s: LayerState, entry: ReadEntry, enqueue: (fn: () => Promise<vo
       if (target === null) return refuse(`the symlink points outside the image root (${entry.linkpath})`);
       markWritten(s, parts);
       return guarded(async () => {
-        await ensureParents(s.root, parts, true);
-        await clear(abs);
-        await symlink(target, abs);
+        ensureParents(s, parts, true);
+        clear(s, abs);
+        symlinkSync(target, abs);
       });
     }
     case "Link": {
@@ -273,12 +300,12 @@ function onEntry(s: LayerState, entry: ReadEntry, enqueue: (fn: () => Promise<vo
       if (targetParts === null || targetParts.length === 0) return refuse(`the hard link points outside the image root (${entry.linkpath})`);
       markWritten(s, parts);
       return guarded(async () => {
-        await ensureParents(s.root, targetParts, false);
-        const st = await lstatOrNull(path.join(s.root, ...targetParts));
+        ensureParents(s, targetParts, false);
+        const st = lstatOrNull(path.join(s.root, ...targetParts));
         if (!st || !st.isFile()) throw new Refused(`the hard link's target ${targetParts.join("/")} is not a file in the image`);
-        await ensureParents(s.root, parts, true);
-        await clear(abs);
-        await link(path.join(s.root, ...targetParts), abs);
+        ensureParents(s, parts, true);
+        clear(s, abs);
+        linkSync(path.join(s.root, ...targetParts), abs);
       });
     }
     default:
@@ -292,7 +319,7 @@ function streamOf(src: Blob | ReadableStream<Uint8Array>): ReadableStream<Uint8A
 
 /** Apply one layer onto `root`, checking that its bytes hash to its digest. */
 async function applyLayer(root: string, layer: LayerSource, refused: Refusal[], budget: LayerState["budget"], limits: Required<UnpackLimits>): Promise<void> {
-  const s: LayerState = { root, layer: layer.digest, written: new Set(), refused, budget };
+  const s: LayerState = { root, layer: layer.digest, written: new Set(), refused, budget, dirs: new Set(), open: new Set() };
   let failure: unknown = null;
   let chain: Promise<void> = Promise.resolve();
   const enqueue = (fn: () => Promise<void>) => {
@@ -333,13 +360,16 @@ async function applyLayer(root: string, layer: LayerSource, refused: Refusal[], 
       await chain;
       if (failure !== null) break;
     }
+    if (failure === null) {
+      parser.end();
+      await settled;
+      await chain;
+    }
   } finally {
     reader.releaseLock();
-  }
-  if (failure === null) {
-    parser.end();
-    await settled;
-    await chain;
+    // A layer that failed half-way leaves no descriptor open.
+    for (const fd of s.open) closeSync(fd);
+    s.open.clear();
   }
   if (failure !== null) {
     const msg = failure instanceof Error ? failure.message : String(failure);
