@@ -230,7 +230,7 @@ export function createUpstreamClient(opts: UpstreamPoolOptions = {}): UpstreamCl
           const status = head.status;
           const statusText = head.statusText;
           const headers = head.headers;
-          // Resolved with the whole body once its last byte arrived (see `finishLength`).
+          // Answered only once the last byte of the body arrived: `complete` calls `finish`.
           ex.resolve = () => undefined;
           ex.finish = (err?: Error) => {
             if (err) return ex.reject(err);
