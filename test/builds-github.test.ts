@@ -3,7 +3,8 @@
  * contract suite: a signed push webhook queues a build of the service's branch, the commit comes
  * through the tarball download, and the build's check run and commit statuses land on GitHub
  * (created queued, updated in progress, concluded success), with the console's build page as the
- * details URL. A push to another branch builds nothing.
+ * details URL. A push to another branch builds nothing. A release tag on a commit with a
+ * `modules/` tree publishes it, as on the built-in host.
  */
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { expectStatus, type TestApp } from "./harness";
@@ -59,5 +60,30 @@ describe("builds with the GitHub App host", () => {
     const calls = gh.calls.map((c) => `${c.method} ${c.path}`);
     expect(calls.some((c) => c.startsWith("GET /repos/acme/shop/tarball/"))).toBe(true);
     expect(calls.filter((c) => c.startsWith("PATCH /repos/acme/shop/check-runs/")).length).toBeGreaterThanOrEqual(6);
+  });
+  test("a release tag pushed on GitHub runs a publish build: the module's layer reaches the npm registry", async () => {
+    const repo = gh.repo("acme/shop");
+    const tagged = gh.repos.commit(repo, {
+      ...SAMPLE_APP,
+      "modules/kit/package.json": JSON.stringify({ name: "kit", version: "0.0.0", main: "index.js", license: "MIT" }),
+      "modules/kit/index.js": "exports.kit = true;\n",
+      "modules/kit/locales/en.json": JSON.stringify({ kit: { hello: "Hello from kit" } }),
+      "modules/kit/CHANGELOG.md": "## 2.0.0\n\nThe kit.\n",
+    }, { message: "The kit module" });
+    await expectStatus(await ctx.req("PUT", `/packages/npm/${encodeURIComponent("@ops/kit")}`), 201);
+    const before = (await expectStatus<any[]>(await ctx.req("GET", "/builds"), 200)).length;
+    await expectStatus(await gh.deliver(`${t.url}/api/v1/host/webhook`, "push", gh.pushPayload("acme/shop", "refs/tags/v2.0.0", "0".repeat(40), tagged, "octo-dev")), 200);
+    const list = await expectStatus<any[]>(await ctx.req("GET", "/builds"), 200);
+    expect(list.length).toBe(before + 1);
+    const publish = list.find((b) => b.kind === "publish")!;
+    expect(publish).toMatchObject({ trigger: "push", requested_by: "host", commit_sha: tagged, branch: "v2.0.0" });
+    await drain(t);
+    const { build } = await expectStatus<any>(await ctx.req("GET", `/builds/${publish.id}`), 200);
+    expect([build.status, build.error ?? null]).toEqual(["published", null]);
+    expect(build.step_timings.map((x: { step: string }) => x.step)).toEqual(["clone", "plan", "crates", "layers", "locales"]);
+    const doc = await (await fetch(`${t.url}/npm/${encodeURIComponent("@ops/kit")}`, { headers: { authorization: `Bearer ${ctx.owner.session}` } })).json();
+    expect(Object.keys(doc.versions)).toEqual(["2.0.0"]);
+    const modules = await expectStatus<any>(await ctx.req("GET", "/modules"), 200);
+    expect(JSON.stringify(modules)).toContain("kit");
   });
 });
