@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { COMMANDS } from "./commands";
-import { EXIT, type Command, type CommandIO } from "./commands/types";
+import { EXIT, type Command, type CommandIO, type FlagSpec } from "./commands/types";
 import { ConfigError } from "./core/config";
 import { OpsError } from "./core/errors";
 import { VERSION } from "./version";
@@ -37,10 +37,10 @@ Exit codes: 0 ok, 1 failed, 2 bad usage, 3 not signed in or token refused,
 
 export function commandHelp(c: Command): string {
   const flags = Object.entries(c.flags ?? {});
-  const width = Math.max(10, ...flags.map(([n, f]) => `--${n}${f.value ? ` ${f.value}` : ""}`.length));
+  const left = (n: string, f: FlagSpec) => `${f.short ? `-${f.short}, ` : ""}--${n}${f.value ? ` ${f.value}` : ""}`;
+  const width = Math.max(10, ...flags.map(([n, f]) => left(n, f).length));
   const flagLines = flags.map(([n, f]) => {
-    const left = `--${n}${f.value ? ` ${f.value}` : ""}`;
-    return `  ${left.padEnd(width)}  ${f.description}${f.env ? ` [${f.env}]` : ""}`;
+    return `  ${left(n, f).padEnd(width)}  ${f.description}${f.env ? ` [${f.env}]` : ""}`;
   });
   flagLines.push(`  ${"--help".padEnd(width)}  Show this help`);
   return `Usage: ops ${c.name}${c.usage ? ` ${c.usage}` : ""}

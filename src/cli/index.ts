@@ -8,6 +8,7 @@ import { loginCommand } from "./login";
 import { whoamiCommand, logoutCommand } from "./session";
 import { updateCommand } from "./update";
 import { tokensListCommand, tokensMintCommand, tokensRevokeCommand } from "./tokens";
+import { deployCommand, logsCommand, rollbackCommand } from "./delivery";
 
 function withCliErrors(c: Command): Command {
   return {
@@ -26,4 +27,4 @@ function withCliErrors(c: Command): Command {
   };
 }
 
-export const CLIENT_COMMANDS: readonly Command[] = [loginCommand, whoamiCommand, logoutCommand, updateCommand, tokensListCommand, tokensMintCommand, tokensRevokeCommand].map(withCliErrors);
+export const CLIENT_COMMANDS: readonly Command[] = [loginCommand, whoamiCommand, logoutCommand, updateCommand, tokensListCommand, tokensMintCommand, tokensRevokeCommand, logsCommand, deployCommand, rollbackCommand].map(withCliErrors);
