@@ -1,0 +1,96 @@
+/**
+ * Deploying by picking a build, in a real browser: two versions of the sample app pushed with the
+ * real git CLI are built, signed and rolled out by themselves (the newer one runs); on the
+ * service page a developer picks the older build in "Build or image", confirms, and the service
+ * runs that build's image again, answering with its version through the ingress. Screenshots go
+ * to test/artifacts/.
+ */
+import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
+import { rmSync } from "node:fs";
+import type { Browser } from "playwright-core";
+import { createTestApp, expectStatus, type TestApp } from "./harness";
+import { buildsDataDir, buildWorld, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
+import { defaultHostOf, listenIngress, viaIngress } from "./deploy-fixtures";
+import { launchChromium, shot, WallClock } from "./chromium";
+
+setDefaultTimeout(180_000);
+
+let t: TestApp;
+let w: BuildWorld;
+let browser: Browser;
+let ingress: string;
+const dataDir = buildsDataDir();
+const builds: Record<string, { id: number; image_digest: string }> = {};
+
+const version = (v: string) => ({ ...SAMPLE_APP, "server.js": SAMPLE_APP["server.js"].replace('res.end("hello from "', `res.end("${v} hello from "`) });
+const answer = async () => (await viaIngress(ingress, defaultHostOf(w.ctx.slug, "web"), "/")).text();
+
+async function until(what: string, done: () => Promise<boolean>): Promise<void> {
+  const end = Date.now() + 90_000;
+  while (!(await done())) {
+    if (Date.now() > end) throw new Error(`${what} did not happen within 90 s`);
+    await Bun.sleep(200);
+  }
+}
+
+async function pushAndBuild(v: string): Promise<void> {
+  const sha = await w.local.commit(version(v), `The ${v} version`);
+  await w.local.push("main");
+  await until(`the ${v} build`, async () => {
+    const list = await expectStatus<any[]>(await w.ctx.req("GET", "/builds"), 200);
+    const b = list.find((x) => x.commit_sha === sha);
+    if (b && ["failed", "cancelled", "rolled_back"].includes(b.status)) throw new Error(`build ${b.id} ended ${b.status}: ${b.error}`);
+    if (b?.status === "healthy") builds[v] = b;
+    return b?.status === "healthy";
+  });
+}
+
+beforeAll(async () => {
+  t = await createTestApp({ dataDir, clock: new WallClock(), env: { OPS_SCHEDULER_TICK_MS: "100", OPS_BUILD_MEMORY_MB: "192", OPS_DEPLOY_HEALTH_TIMEOUT_SECS: "20" } });
+  ingress = listenIngress(t);
+  w = await buildWorld(t);
+  t.core.scheduler.start();
+  await pushAndBuild("v1");
+  await pushAndBuild("v2");
+  await until("v2 answering", async () => (await answer()).startsWith("v2 "));
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.core.scheduler.stop(5000);
+  w?.local.remove();
+  await t?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe("deploy a build from the console", () => {
+  test("pick the older build, confirm, and the service runs its image again", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/projects/${w.ctx.slug}`);
+    await page.getByLabel("Email").fill(w.ctx.owner.email);
+    await page.getByLabel("Password").fill(w.ctx.owner.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.locator("table.services tbody tr").first().getByRole("link", { name: "web" }).click();
+    await page.getByText(builds.v2.image_digest, { exact: true }).waitFor();
+
+    const pick = page.getByLabel("Build or image");
+    const label = (await pick.locator("option").allInnerTexts()).find((o) => o.startsWith(`Build ${builds.v1.id}: The v1 version`));
+    expect(label).toBeDefined();
+    await pick.selectOption({ label: label! });
+    await page.getByRole("button", { name: "Deploy…" }).click();
+    const dialog = page.getByRole("alertdialog", { name: "Deploy?" });
+    expect(await dialog.innerText()).toContain(`build ${builds.v1.id}`);
+    await shot(page, "deployments-pick-build");
+    await dialog.getByRole("button", { name: "Yes, deploy" }).click();
+
+    await page.getByText(builds.v1.image_digest, { exact: true }).waitFor({ timeout: 60_000 });
+    await page.locator("table.timeline tbody tr").first().locator(".badge", { hasText: "healthy" }).waitFor({ timeout: 60_000 });
+    expect(await answer()).toStartWith("v1 ");
+    const timeline = await expectStatus<any[]>(await w.ctx.req("GET", "/deployments?service=web"), 200);
+    expect(timeline[0].deployment).toMatchObject({ image_digest: builds.v1.image_digest, trigger: "manual" });
+    await shot(page, "deployments-build-deployed");
+    await context.close();
+  });
+});
