@@ -195,3 +195,22 @@ describe("the registry", () => {
 });
 
 
+
+describe("OpenAPI", () => {
+  test("the three deployments routes: their permission, the spec's schemas and every status they answer", async () => {
+    const doc = await expectStatus<any>(await t.request("GET", "/api/docs/json"), 200);
+    const SPEC: Array<[string, string, string, number[], string | undefined, string]> = [
+      ["get", "/api/v1/projects/{slug}/deployments", "deployments.read", [200, 401, 403, 404, 422], undefined, "TimelineRow"],
+      ["post", "/api/v1/projects/{slug}/resources/service/{name}/deploy", "deployments.deploy", [201, 401, 403, 404, 409, 422], "DeployRequest", "DeploymentResponse"],
+      ["post", "/api/v1/projects/{slug}/resources/service/{name}/rollback", "deployments.deploy", [201, 401, 403, 404, 409, 422], "RollbackRequest", "DeploymentResponse"],
+    ];
+    for (const [method, p, permission, statuses, body, ok] of SPEC) {
+      const op = doc.paths[p]?.[method];
+      expect(op).toBeDefined();
+      expect(op["x-permission"]).toBe(permission);
+      expect(Object.keys(op.responses).sort()).toEqual(statuses.map(String).sort());
+      if (body) expect(JSON.stringify(op.requestBody?.content["application/json"]?.schema)).toContain(`#/components/schemas/${body}`);
+      expect(JSON.stringify(op.responses[String(statuses[0])].content?.["application/json"]?.schema)).toContain(`#/components/schemas/${ok}`);
+    }
+  });
+});
