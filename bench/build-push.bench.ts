@@ -11,63 +11,17 @@
  * Standalone: `bun bench/build-push.bench.ts [--rounds N]`; or `npm run bench -- build-push`.
  */
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ensureBinary, type BenchContext } from "./lib";
-import { tarGz } from "./registry-seed";
+import { byHand, median, sampleApp, sh } from "./sample-app";
 import { DEFAULT_PATH } from "../src/adapters/runtime/process";
 
 export const name = "build-push";
 export const description = "git push to a signed image of a small Node app (npm ci + build) through ops serve, cold and warm cache, vs the build commands in a plain shell";
 
-const BUILD = ["npm ci --no-audit --no-fund", "npm run build"];
 const EMAIL = "bench@ops.test";
 const PASSWORD = "bench-owner-password";
-
-function dependency(pkg: string): Uint8Array<ArrayBuffer> {
-  const code = Array.from({ length: 400 }, (_, i) => `exports.f${i} = (x) => x * ${i} + ${JSON.stringify(pkg)}.length;`).join("\n");
-  return tarGz({ "package/package.json": JSON.stringify({ name: pkg, version: "1.0.0", main: "index.js", license: "MIT" }), "package/index.js": code });
-}
-
-/** The sample app with a lockfile pointing at `base` for its two dependencies, and its ops.toml. */
-function appFiles(base: string, deps: Record<string, Uint8Array>): Record<string, string> {
-  const url = (pkg: string) => `${base}/${pkg}-1.0.0.tgz`;
-  const names = Object.keys(deps);
-  const integrity = (pkg: string) => `sha512-${createHash("sha512").update(deps[pkg]).digest("base64")}`;
-  return {
-    "ops.toml": `[services.web]\nbuild = ${JSON.stringify(BUILD)}\nstart = "node dist/server.js"\nport = 3000\noutput = "."\n`,
-    "package.json": JSON.stringify({ name: "bench-app", version: "1.0.0", dependencies: Object.fromEntries(names.map((n) => [n, url(n)])), scripts: { build: "node build.js" } }),
-    "package-lock.json": JSON.stringify({
-      name: "bench-app",
-      version: "1.0.0",
-      lockfileVersion: 3,
-      requires: true,
-      packages: {
-        "": { name: "bench-app", version: "1.0.0", dependencies: Object.fromEntries(names.map((n) => [n, url(n)])) },
-        ...Object.fromEntries(names.map((n) => [`node_modules/${n}`, { version: "1.0.0", resolved: url(n), integrity: integrity(n) }])),
-      },
-    }),
-    "build.js": `const fs = require("fs");\nfs.mkdirSync("dist", { recursive: true });\nconst parts = ${JSON.stringify(names)}.map((n) => Object.keys(require(n)).length);\nfs.writeFileSync("dist/server.js", "require('http').createServer((q, s) => s.end(" + JSON.stringify(JSON.stringify(parts)) + ")).listen(process.env.PORT)\\n");\n`,
-  };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
-async function sh(argv: string[], cwd: string, env: Record<string, string>): Promise<void> {
-  const proc = Bun.spawn(argv, { cwd, env, stdout: "ignore", stderr: "pipe", stdin: "ignore" });
-  const err = await new Response(proc.stderr).text();
-  if ((await proc.exited) !== 0) throw new Error(`${argv.join(" ")} failed: ${err}`);
-}
-
-async function byHand(context: string, home: string): Promise<number> {
-  const started = performance.now();
-  for (const command of BUILD) await sh(["sh", "-c", command], context, { PATH: DEFAULT_PATH, HOME: home, CI: "true" });
-  return performance.now() - started;
-}
 
 interface Api {
   base: string;
@@ -91,9 +45,9 @@ interface BuildView {
 }
 
 /**
- * Push main and wait for the build newer than `after` to end. The time is the build's own
- * `finished_at` (the server's clock, the same machine's) minus the moment `git push` started, so
- * the polling interval adds nothing; polls are 100 ms apart to stay out of the build's way.
+ * Push main and wait for the build newer than `after` to end. The time is the end of its sign
+ * step (the server's clock, the same machine's) minus the moment `git push` started, so the
+ * polling interval adds nothing; polls are 100 ms apart to stay out of the build's way.
  */
 async function pushAndWait(api: Api, slug: string, work: string, gitEnv: Record<string, string>, after: number): Promise<{ ms: number; build: BuildView }> {
   const pushedAt = Date.now();
@@ -118,19 +72,8 @@ export async function run(_ctx?: BenchContext, rounds = 3): Promise<string> {
   const binary = ensureBinary();
   const root = mkdtempSync(path.join(tmpdir(), "ops-bench-push-"));
   chmodSync(root, 0o755);
-  const deps = { "bench-left": dependency("bench-left"), "bench-right": dependency("bench-right") };
-  const tarballs = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(req) {
-      const m = /^\/(bench-(?:left|right))-1\.0\.0\.tgz$/.exec(new URL(req.url).pathname);
-      return m ? new Response(deps[m[1] as keyof typeof deps]) : new Response("not found", { status: 404 });
-    },
-  });
-  const files = appFiles(`http://127.0.0.1:${tarballs.port}`, deps);
-  const source = path.join(root, "source");
-  mkdirSync(source);
-  for (const [rel, text] of Object.entries(files)) writeFileSync(path.join(source, rel), text);
+  const app = sampleApp(path.join(root, "source"));
+  const source = app.source;
 
   const portProbe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
   const port = portProbe.port as number;
@@ -209,7 +152,7 @@ export async function run(_ctx?: BenchContext, rounds = 3): Promise<string> {
   } finally {
     if (ops.exitCode === null) ops.kill("SIGTERM");
     await ops.exited;
-    tarballs.stop(true);
+    app.stop();
     rmSync(root, { recursive: true, force: true });
   }
   const f = (ms: number) => `${Math.round(ms)} ms`;
