@@ -31,6 +31,26 @@ export function compact(v: number): string {
   return String(Number(v.toPrecision(3)));
 }
 
+/** Horizontal grid lines and their labels at the value ticks. */
+function ValueAxis(props: { ticks: number[]; y(v: number): number }) {
+  return (
+    <>
+      <g class="grid">
+        {props.ticks.map((v) => (
+          <line key={v} x1={PAD.left} x2={W - PAD.right} y1={props.y(v)} y2={props.y(v)} />
+        ))}
+      </g>
+      <g class="axis">
+        {props.ticks.map((v) => (
+          <text key={v} x={PAD.left - 6} y={props.y(v) + 4} text-anchor="end">
+            {compact(v)}
+          </text>
+        ))}
+      </g>
+    </>
+  );
+}
+
 function TimeAxis(props: { from: number; to: number; x(t: number): number; y: number }) {
   const withDate = props.to - props.from > 36 * 3_600_000;
   const marks = Array.from({ length: 5 }, (_, i) => props.from + ((props.to - props.from) * i) / 4);
@@ -92,18 +112,7 @@ export function LineChart(props: { title: string; series: LineSeries[]; from: nu
     <figure class="chart">
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${props.title}. ${summary || "No data in this range."}`}>
         <title>{props.title}</title>
-        <g class="grid">
-          {yt.map((v) => (
-            <line key={v} x1={PAD.left} x2={W - PAD.right} y1={y(v)} y2={y(v)} />
-          ))}
-        </g>
-        <g class="axis">
-          {yt.map((v) => (
-            <text key={v} x={PAD.left - 6} y={y(v) + 4} text-anchor="end">
-              {compact(v)}
-            </text>
-          ))}
-        </g>
+        <ValueAxis ticks={yt} y={y} />
         <TimeAxis from={props.from} to={props.to} x={x} y={H - PAD.bottom} />
         {props.series.map((s, i) => {
           const color = PALETTE[i % PALETTE.length];
@@ -182,18 +191,7 @@ export function StackedBars(props: { title: string; bars: Bar[]; order: readonly
     <figure class="chart histogram">
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${props.title}: ${total} lines${byKey.length ? ` (${byKey.map(([k, n]) => `${k} ${n}`).join(", ")})` : ""}.`}>
         <title>{props.title}</title>
-        <g class="grid">
-          {yt.map((v) => (
-            <line key={v} x1={PAD.left} x2={W - PAD.right} y1={y(v)} y2={y(v)} />
-          ))}
-        </g>
-        <g class="axis">
-          {yt.map((v) => (
-            <text key={v} x={PAD.left - 6} y={y(v) + 4} text-anchor="end">
-              {compact(v)}
-            </text>
-          ))}
-        </g>
+        <ValueAxis ticks={yt} y={y} />
         <TimeAxis from={props.from} to={props.to} x={x} y={H - PAD.bottom} />
         {props.bars.map((b) => {
           let acc = 0;
