@@ -41,6 +41,29 @@ function task(db: OpenedDb["db"], id: string) {
 }
 
 describe("items", () => {
+  test("a started scheduler runs work due at once right after it is enqueued, not at the next tick", async () => {
+    const { db, scheduler, clock } = setup();
+    const ran = Promise.withResolvers<number>();
+    scheduler.defineItem("test.now", () => ran.resolve(Date.now()));
+    scheduler.defineItem("test.later", () => {
+      throw new Error("not due yet");
+    });
+    scheduler.start();
+    try {
+      await Bun.sleep(20); // the first tick, with nothing due
+      const enqueued = Date.now();
+      scheduler.enqueue(db, "test.later", {}, { runAt: clock.now() + MIN });
+      const id = scheduler.enqueue(db, "test.now", {});
+      const at = await Promise.race([ran.promise, Bun.sleep(500).then(() => -1)]);
+      expect(at).toBeGreaterThanOrEqual(enqueued);
+      expect(at - enqueued).toBeLessThan(500); // the tick is 1 s away
+      await Bun.sleep(20);
+      expect(item(db, id).state).toBe("done");
+    } finally {
+      await scheduler.stop(1000);
+    }
+  });
+
   test("run when due by the clock, with their payload", async () => {
     const { db, clock, scheduler } = setup();
     const seen: Array<{ payload: unknown; ctx: ItemContext }> = [];

@@ -98,6 +98,23 @@ export class Scheduler {
     return this.timer !== null;
   }
 
+  private kickPending = false;
+
+  /**
+   * Under `ops serve`, run due work now rather than at the next tick. Called by `enqueue` for work
+   * due at once: the timer fires after the enqueueing transaction (synchronous) has committed, so
+   * the item is there to claim (or gone with a rollback). Kicks in one turn of the loop coalesce.
+   */
+  private kick(): void {
+    if (!this.started || this.stopping || this.kickPending) return;
+    this.kickPending = true;
+    setTimeout(() => {
+      this.kickPending = false;
+      if (this.stopping) return;
+      this.runDue({ wait: false }).catch((e) => this.log.warn("scheduler kick failed", { err: (e as Error).message }));
+    }, 0);
+  }
+
   /** Register the handler for items of `kind` (stable id `domain.item-name`). */
   defineItem(kind: string, handler: ItemHandler, opts: { maxAttempts?: number; backoffMs?: (attempt: number) => number } = {}): void {
     if (this.items.has(kind)) throw new Error(`scheduler item kind ${kind} defined twice`);
@@ -147,6 +164,7 @@ export class Scheduler {
         createdAt: now,
       })
       .run();
+    if ((opts.runAt ?? now) <= now) this.kick();
     return id;
   }
 

@@ -23,18 +23,6 @@ export interface StepPayload {
   state: BuildState;
 }
 
-/**
- * Under `ops serve`, start due step items now rather than at the scheduler's next tick: a build's
- * steps follow each other without waiting a tick each. Call after the enqueueing transaction
- * committed. (Tests run the scheduler themselves.)
- */
-export function kickScheduler(core: Core): void {
-  if (!core.scheduler.started) return;
-  setTimeout(() => {
-    core.scheduler.runDue({ wait: false }).catch((e) => core.log.warn("build step kick failed", { err: (e as Error).message }));
-  }, 0);
-}
-
 /** Enqueue the item that runs `state` of a build and make it the build's owner (inside `t`). */
 export function enqueueStep(core: Core, t: Tx, buildId: number, state: BuildState): string {
   const item = core.scheduler.enqueue(t, STEP_ITEM, { build: buildId, state } satisfies StepPayload, { maxAttempts: 1 });
@@ -98,6 +86,5 @@ export function dispatchBuilds(core: Core): number[] {
     }
     return started;
   });
-  if (started.length > 0) kickScheduler(core);
   return started;
 }

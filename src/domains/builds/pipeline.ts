@@ -31,7 +31,7 @@ import { specOf, type ServiceSpec } from "../resources/service";
 import { builds, buildLogLines } from "./tables";
 import { buildById, buildsIn, timingsOf, type BuildRow, type StepName } from "./rows";
 import { WORKING_STATES, type BuildState } from "./model";
-import { STEP_ITEM, dispatchBuilds, enqueueStep, kickScheduler, type StepPayload } from "./dispatch";
+import { STEP_ITEM, dispatchBuilds, enqueueStep, type StepPayload } from "./dispatch";
 import { NO_CHECKS, STEPS, type StepDef, type StepDone } from "./steps";
 import { publishStateAfter, publishStepOf } from "./publish";
 import { StepFailure, parsePlan, serviceOf } from "./plan";
@@ -196,7 +196,6 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
     if (moved.ended) await afterEnd(core, moved.ended);
     return;
   }
-  kickScheduler(core);
   // The builder's slot is free while the rollout runs.
   if (moved.next === "deploying") dispatchBuilds(core);
 }
@@ -284,7 +283,6 @@ async function recoverBuild(core: Core, row: BuildRow, why: string): Promise<voi
     const now = buildById(t, row.id);
     if (now?.status === row.status) enqueueStep(core, t, row.id, row.status as BuildState);
   });
-  kickScheduler(core);
 }
 
 /**
