@@ -107,15 +107,3 @@ export function crateMetadata(manifestText: string, crate: Uint8Array, ownIndex:
     rust_version: strOrNull(pkg["rust-version"]),
   };
 }
-
-/** cargo's publish body: `u32 LE json length, json, u32 LE crate length, crate`. */
-export function cargoPublishBody(metadata: Record<string, unknown>, crate: Uint8Array): Uint8Array {
-  const json = new TextEncoder().encode(JSON.stringify(metadata));
-  const out = new Uint8Array(8 + json.byteLength + crate.byteLength);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, json.byteLength, true);
-  out.set(json, 4);
-  view.setUint32(4 + json.byteLength, crate.byteLength, true);
-  out.set(crate, 8 + json.byteLength);
-  return out;
-}

@@ -20,7 +20,8 @@ import { isPublished, publishCargoInProcess, publishNpmInProcess, type InProcess
 import type { NpmPublishBody } from "../registries/npm/service";
 import { ensurePackageBundle, registerVersion } from "../translations/service";
 import { packageCrate, packLayer, PackFailure, tarMember, type PackContext } from "./pack";
-import { cargoPublishBody, crateMetadata } from "./metadata";
+import { crateMetadata } from "./metadata";
+import { cargoPublishBody } from "../registries/cargo/service";
 import { recordModuleSet, recordPart, releasedBy } from "./store";
 import type { ModulePlan, PlannedModule } from "./plan";
 import { createHash } from "node:crypto";

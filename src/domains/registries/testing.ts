@@ -103,17 +103,7 @@ export function npmTarball(name: string, version: string, extra: Record<string, 
   return tarGz({ "package/package.json": JSON.stringify({ name, version, ...extra }), "package/index.js": "module.exports = 1;\n" });
 }
 
-/** cargo's publish framing around metadata and a .crate. */
-export function cargoPublishBody(metadata: Record<string, unknown>, crate: Uint8Array): Uint8Array<ArrayBuffer> {
-  const json = new TextEncoder().encode(JSON.stringify(metadata));
-  const out = new Uint8Array(8 + json.byteLength + crate.byteLength);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, json.byteLength, true);
-  out.set(json, 4);
-  view.setUint32(4 + json.byteLength, crate.byteLength, true);
-  out.set(crate, 8 + json.byteLength);
-  return out;
-}
+export { cargoPublishBody } from "./cargo/service";
 
 /** Minimal cargo publish metadata. */
 export function cargoMetadata(name: string, vers: string, deps: unknown[] = []): Record<string, unknown> {

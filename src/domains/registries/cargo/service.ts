@@ -74,6 +74,18 @@ function checkMetadata(m: unknown): CargoMetadata {
   return { ...(md as CargoMetadata), features: features as Record<string, string[]> };
 }
 
+/** Frame metadata and a .crate as cargo does for a publish (what `parsePublishBody` reads). */
+export function cargoPublishBody(metadata: Record<string, unknown>, crate: Uint8Array): Uint8Array<ArrayBuffer> {
+  const json = new TextEncoder().encode(JSON.stringify(metadata));
+  const out = new Uint8Array(8 + json.byteLength + crate.byteLength);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, json.byteLength, true);
+  out.set(json, 4);
+  view.setUint32(4 + json.byteLength, crate.byteLength, true);
+  out.set(crate, 8 + json.byteLength);
+  return out;
+}
+
 /** Parse cargo's publish framing (see the file comment). */
 export function parsePublishBody(body: Uint8Array): ParsedPublish {
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
