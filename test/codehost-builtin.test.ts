@@ -5,7 +5,8 @@
  * refused, and each project reaches only its own repositories.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { createTestApp, type TestApp } from "./harness";
 import { makePerson, makeProject, mintToken } from "./fixtures";
@@ -14,6 +15,7 @@ import { commitFiles } from "./sources-fixtures";
 import { cloneUrl, git, workDir } from "./sources-git-helpers";
 import { codeHostFor } from "../src/adapters/codehost";
 import { parseRepoName, repoDir } from "../src/adapters/codehost/builtin/repos";
+import { OpsError } from "../src/core/errors";
 
 // Real git processes and servers on a shared machine: bun's preload timeout only reaches the first file.
 setDefaultTimeout(120_000);
@@ -61,6 +63,30 @@ describe("built-in host: names and owners", () => {
     }
     expect(parseRepoName("proj/app.git")).toEqual({ owner: "proj", name: "app" });
     expect(repoDir(root, "proj/my_app-2.0")).toBe(path.join(root, "proj", "my_app-2.0.git"));
+  });
+
+  test("a commit is written out from the bare repository as files, executables and symlinks; an unknown commit or a tree is not_found", async () => {
+    const slug = makeProject(t).slug;
+    const host = codeHostFor(t.core);
+    const repo = { repo: `${slug}/files`, installationId: (await host.installationFor(slug, slug)) as number };
+    await host.ensureRepo(repo);
+    const sha = await commitFiles(t, repo.repo, { "a.txt": "a\n", "bin/run.sh": "#!/bin/sh\n", "link": "a.txt" }, { mode: { "bin/run.sh": "100755", link: "120000" } });
+    const dir = mkdtempSync(path.join(tmpdir(), "ops-fetch-"));
+    try {
+      await host.fetchCommit(repo, sha, dir);
+      expect(readFileSync(path.join(dir, "a.txt"), "utf8")).toBe("a\n");
+      expect(lstatSync(path.join(dir, "bin/run.sh")).mode & 0o111).not.toBe(0);
+      expect(lstatSync(path.join(dir, "link")).isSymbolicLink()).toBe(true);
+      expect(readlinkSync(path.join(dir, "link"))).toBe("a.txt");
+      const tree = (await git(path.join(t.dataDir, "git", slug, "files.git"), "rev-parse", `${sha}^{tree}`)).trim();
+      for (const missing of ["0".repeat(40), tree]) {
+        const err = await host.fetchCommit(repo, missing, dir).catch((e) => e);
+        expect(err).toBeInstanceOf(OpsError);
+        expect((err as OpsError).code).toBe("not_found");
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("a project reaches only its own repositories; unknown owners are not installed", async () => {

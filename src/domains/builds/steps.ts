@@ -91,14 +91,19 @@ async function clone(ctx: StepContext): Promise<StepDone> {
   const source = connectedSource(ctx, "build");
   const service = serviceOf(core, row);
   if (!service) throw new StepFailure("build", `the service "${row.service}" no longer exists in ${row.environment}`);
+  // ops.toml is read from the host while the commit is written out: neither waits for the other.
+  const declaration = declarationAt(core, source, row.commitSha).then(
+    (decl) => ({ decl }),
+    (e: unknown) => ({ failed: e }),
+  );
   await fetchIntoWorkDir(ctx, source);
-  let decl;
-  try {
-    decl = await declarationAt(core, source, row.commitSha);
-  } catch (e) {
+  const read = await declaration;
+  if ("failed" in read) {
+    const e = read.failed;
     if (e instanceof OpsTomlError) throw new StepFailure("build", e.message);
     throw new StepFailure("internal", `ops.toml could not be read: ${(e as Error).message}`);
   }
+  const decl = read.decl;
   const plan = resolvePlan(row, specOf<ServiceSpec>(service), decl);
   if (plan.builder === "native") {
     log.add("clone", "info", `native build from ${plan.from}: context ${plan.context}, ${plan.checks.length} check and ${plan.build.length} build command(s), output ${plan.output}, start "${plan.start}", port ${plan.port}`);

@@ -126,16 +126,20 @@ export async function commitInfo(env: Record<string, string>, dir: string, sha: 
 /**
  * Write a commit's tree into `target` (files with their modes, symlinks as links; submodules
  * become empty directories) through a temporary index, never touching the repository's state.
+ * One `read-tree -u` reads the commit's tree into the empty index and writes its files (what
+ * `read-tree` then `checkout-index --all` do in two processes); only a failure pays for the
+ * `cat-file` that tells an unknown commit (404) from a broken repository.
  */
 export async function fetchCommit(env: Record<string, string>, dir: string, sha: string, target: string): Promise<void> {
   if (!SHA_RE.test(sha)) throw new OpsError("not_found", "No such commit.");
   const scratch = mkdtempSync(path.join(tmpdir(), "ops-git-index-"));
   try {
     const withIndex = { ...env, GIT_INDEX_FILE: path.join(scratch, "index"), GIT_WORK_TREE: path.resolve(target) };
+    const r = await git(withIndex, dir, ["read-tree", "--reset", "-u", `${sha}^{commit}`], { okCodes: [0, 128], cwd: path.resolve(target) });
+    if (r.exitCode === 0) return;
     const check = await git(env, dir, ["cat-file", "-t", sha], { okCodes: [0, 128] });
     if (check.exitCode !== 0 || text(check).trim() !== "commit") throw new OpsError("not_found", `No commit ${sha} in the repository.`);
-    await git(withIndex, dir, ["read-tree", sha]);
-    await git(withIndex, dir, ["checkout-index", "--all", "--force"], { cwd: path.resolve(target) });
+    throw new OpsError("internal", "The git host could not write the commit's files.", undefined, { cause: new Error(`git read-tree -u ${sha} exited 128: ${r.stderr.trim().slice(0, 2000)}`) });
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
