@@ -12,6 +12,7 @@ import { tempDir } from "./harness";
 import { tarGz } from "../src/domains/registries/testing";
 import { runNativeBuild } from "../src/adapters/builder/native";
 import { createMemoryCgroup } from "../src/adapters/sandbox/cgroups";
+import { builderJoinArgv, releaseLimit } from "../src/adapters/builder/limits";
 import { secretMasker } from "../src/adapters/runtime/process";
 import { HOST_UNPRIVILEGED_ID, runsAsRoot } from "../src/adapters/builder/sandbox";
 import type { BuildLine, NativeBuildSpec } from "../src/adapters/builder/types";
@@ -187,6 +188,21 @@ describe("failures", () => {
     const dotdot = await runNativeBuild(spec({ ...b, build: ["true"], output: "../x" }), { onLine: () => {} });
     expect(dotdot).toMatchObject({ status: "failed", failureKind: "build" });
     expect(dotdot.error).toContain("must be a relative path inside the build context");
+  });
+
+  test("a command joins the build's memory group before it runs, and what it forks is in the group too; the group goes afterwards", async () => {
+    const attempt = createMemoryCgroup(`ops-build-join-test-${process.pid}`, 1 << 28);
+    if (!attempt.cgroup) return; // No writable memory controller here: the memory test above says so.
+    const cg = attempt.cgroup;
+    const groupOf = (text: string) => text.split("\n").find((l) => (cg.version === 1 ? /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l) : l.startsWith("0::")))?.replace(/^\d+:[^:]*:/, "");
+    const proc = Bun.spawn([...builderJoinArgv(cg), "/bin/sh", "-c", "cat /proc/self/cgroup; echo --; /bin/sh -c 'cat /proc/self/cgroup'"], { stdout: "pipe", stderr: "pipe" });
+    const out = await new Response(proc.stdout).text();
+    expect(await proc.exited).toBe(0);
+    const [own, child] = out.split("--\n");
+    expect(cg.dir.endsWith(groupOf(own)!)).toBe(true);
+    expect(cg.dir.endsWith(groupOf(child)!)).toBe(true);
+    await releaseLimit(cg);
+    expect(existsSync(cg.dir)).toBe(false);
   });
 
   test("a cgroup that cannot be created is reported with the reason, not ignored", () => {

@@ -19,7 +19,7 @@
 import { chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
-import { memoryLimit, runLimited } from "./limits";
+import { memoryLimit, releaseLimit, runLimited } from "./limits";
 import { dropPrivilegesArgv, handOver, hostIds, runsAsRoot, sandboxDir, unreachable, HOST_UNPRIVILEGED_ID } from "../sandbox/users";
 import type { BuildLine, BuildOutcome, BuildRunOptions, BuildVariable, StepTiming } from "./types";
 
@@ -185,7 +185,7 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
     }
     return done("succeeded", { image });
   } finally {
-    await limit.cgroup?.remove();
+    await releaseLimit(limit.cgroup);
   }
 }
 

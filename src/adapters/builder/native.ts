@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
 import type { MemoryCgroup } from "../sandbox/cgroups";
-import { memoryLimit, runLimited } from "./limits";
+import { memoryLimit, releaseLimit, runLimited } from "./limits";
 import { CACHE_MOUNTS, prepareCache, snapshotCache, cacheUse, type CacheSnapshot } from "./cache";
 import { findSandboxTools, handOver, sandboxDir, unreachable, writePasswd, HOST_UNPRIVILEGED_ID, SANDBOX_HOME } from "../sandbox/users";
 import { sandboxArgv, type Mount } from "../sandbox/bwrap";
@@ -228,6 +228,6 @@ export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOption
     }
     return outcome(run, { status: "succeeded", outputDir: out });
   } finally {
-    await run.cgroup?.remove();
+    await releaseLimit(run.cgroup);
   }
 }
