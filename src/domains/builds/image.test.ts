@@ -8,7 +8,7 @@ import { chmodSync, linkSync, mkdirSync, rmSync, symlinkSync, utimesSync, writeF
 import path from "node:path";
 import { tempDir } from "../../../test/harness";
 import { run } from "../registries/testing";
-import { packImage, ImageRefused, type ImageSpec } from "./image";
+import { packImage, packLayer, ImageRefused, type ImageSpec } from "./image";
 
 let root: string;
 const COMMIT_TIME = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
@@ -100,6 +100,23 @@ describe("packImage", () => {
     expect(other.manifest.digest).not.toBe(ia.manifest.digest);
     writeFileSync(path.join(b, "server.js"), "changed\n");
     expect((await packImage(spec(b))).layer.digest).not.toBe(ia.layer.digest);
+  });
+
+  test("a layer of one stream chunk, compressed in one call, has the bytes the stream gives", async () => {
+    const body = Array.from({ length: 5_000 }, (_, i) => `line ${i} ${(i * 7919) % 10007}`).join("\n");
+    for (const [name, files] of [
+      ["one-chunk-small", FILES],
+      ["one-chunk-large", [...FILES, ["dist/bundle.js", body.slice(0, 50_000)]]],
+    ] as Array<[string, Array<[string, string]>]>) {
+      const dir = tree(name, files);
+      const streamed = await packLayer(dir, path.join(root, `${name}-streamed.tar.gz`), COMMIT_TIME, { stream: true });
+      const oneCall = await packLayer(dir, path.join(root, `${name}-one-call.tar.gz`), COMMIT_TIME);
+      expect(oneCall).toMatchObject({ digest: streamed.digest, diffId: streamed.diffId, size: streamed.size, entries: streamed.entries });
+      const bytes = await Bun.file(oneCall.file).bytes();
+      expect(Buffer.compare(Buffer.from(bytes), Buffer.from(await Bun.file(streamed.file).bytes()))).toBe(0);
+      expect(Bun.gunzipSync(bytes).length).toBeLessThanOrEqual(64 * 1024);
+    }
+    expect(Bun.gunzipSync(await Bun.file(path.join(root, "one-chunk-large-one-call.tar.gz")).bytes()).length).toBeGreaterThan(50_000);
   });
 
   test("config and manifest: entrypoint, command, working dir, port, labels, one gzip layer", async () => {

@@ -7,15 +7,17 @@
  * no atime/ctime/device/inode fields are written, setuid/setgid bits are dropped, and gzip's
  * header carries no time. Headers are encoded with the `tar` package's Header and Pax (long names);
  * the archive is streamed from disk through a hash (the diff id) and gzip into a file beside the
- * build, never held in memory.
+ * build, never held in memory. A layer whose tar is a single chunk of the stream (at most 64 KiB)
+ * skips the stream: it is compressed in one call, which gives the stream's bytes (a test holds
+ * both to it) without the five stages' turns, the most of packing such a layer.
  *
  * Refused (the build fails naming the path): symlinks that are absolute or lead outside the output
  * directory, and anything that is not a file, directory or symlink (FIFOs, sockets, devices).
  * Hard links inside the directory become tar hard links to the first path in sorted order.
  */
-import { createReadStream, createWriteStream, lstatSync, readFileSync, readdirSync, readlinkSync } from "node:fs";
+import { createReadStream, createWriteStream, lstatSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
-import { createGzip } from "node:zlib";
+import { createGzip, gzipSync } from "node:zlib";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import path from "node:path";
@@ -199,15 +201,28 @@ function hashing(hash: ReturnType<typeof createHash>, count: { bytes: number }):
 const sha256 = (b: Uint8Array) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
 
 /** The layer only: tar of `outputDir` under /app, gzip'd into `layerFile`. */
-export async function packLayer(outputDir: string, layerFile: string, clampMs: number): Promise<PackedImage["layer"] & { entries: number }> {
+export async function packLayer(outputDir: string, layerFile: string, clampMs: number, opts: { stream?: boolean } = {}): Promise<PackedImage["layer"] & { entries: number }> {
   const rel = path.relative(outputDir, layerFile);
   if (!rel.startsWith("..") && !path.isAbsolute(rel)) throw new Error("the layer file must be written outside the directory it packs");
   const entries = listEntries(outputDir, Math.floor(clampMs / 1000));
+  const chunks = coalesced(tarStream(entries));
+  const first = await chunks.next();
+  const second = first.done ? first : await chunks.next();
+  if (second.done && !opts.stream) {
+    const tar = first.done ? Buffer.alloc(0) : first.value;
+    const gz = gzipSync(tar, { level: 6 });
+    writeFileSync(layerFile, gz, { mode: 0o600 });
+    return { file: layerFile, digest: sha256(gz), size: gz.byteLength, diffId: sha256(tar), mediaType: OCI_LAYER_GZIP, entries: entries.length };
+  }
+  async function* all(): AsyncGenerator<Buffer> {
+    for (const peeked of [first, second]) if (!peeked.done) yield peeked.value;
+    if (!second.done) yield* chunks;
+  }
   const tarHash = createHash("sha256");
   const gzHash = createHash("sha256");
   const tarCount = { bytes: 0 };
   const gzCount = { bytes: 0 };
-  await pipeline(Readable.from(coalesced(tarStream(entries))), hashing(tarHash, tarCount), createGzip({ level: 6 }), hashing(gzHash, gzCount), createWriteStream(layerFile, { mode: 0o600 }));
+  await pipeline(Readable.from(all()), hashing(tarHash, tarCount), createGzip({ level: 6 }), hashing(gzHash, gzCount), createWriteStream(layerFile, { mode: 0o600 }));
   return {
     file: layerFile,
     digest: `sha256:${gzHash.digest("hex")}`,
