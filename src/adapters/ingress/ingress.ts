@@ -1,26 +1,33 @@
 /**
  * ops's ingress: a second HTTP listener (`OPS_INGRESS_LISTEN`) that routes by Host and path prefix
  * (table.ts) to the replicas of a service, round-robin over the healthy ones, with
- * `X-Forwarded-For` (appended), `-Proto` and `-Host`, the original `Host` kept, WebSocket upgrades
- * (websocket.ts), and bodies streamed both ways: the request body is handed to the upstream
- * request as a stream and the upstream's body back to the client as one (full duplex), nothing is
- * read whole. An unknown host is a 404 page; a service none of whose replicas answers, a 502 page
- * naming it.
+ * `X-Forwarded-For` (appended), `-Proto` and `-Host`, the original `Host` kept.
+ *
+ * It is an HTTP/1.1 proxy on raw sockets (`Bun.listen` for clients, `Bun.connect` for replicas):
+ * each request head is parsed and rewritten (http1.ts), and everything after it, request body
+ * and response, is relayed as bytes, framing included (a chunked body stays chunked), with the
+ * framing followed only to know where each message ends. Nothing is read whole; a side that does
+ * not take bytes pauses the other (backpressure both ways). Replica connections are kept alive in
+ * a pool per replica and reused by the next request; a client connection keeps its requests in
+ * order (pipelined ones wait their turn). A WebSocket upgrade the replica accepts (101) turns both
+ * connections into a byte tunnel. Compared with `Bun.serve` + `fetch`, this costs about a third
+ * of the CPU per proxied request (bench/ingress.bench.ts, docs/decisions.md).
  *
  * Switching: `setRoutes` / `setService` / `removeService` compile a new table and swap one
- * reference. Requests without a body go through ops's own keep-alive client (upstream.ts); the
- * others through `fetch`, which streams them. A request picks its upstream when it arrives and keeps it to its last byte, so a
- * rollout switches the table, waits for `drained(old)` (no request in flight to the old
- * replicas), then stops them: no request is dropped. A connection refused by an upstream (a
- * replica that just died) marks it down for a moment and, when the request has no body to replay,
- * the next replica is tried.
+ * reference. A request picks its replica when its head arrives and keeps it to its last byte, so
+ * a rollout switches the table, waits for `drained(old)` (no request in flight to the old
+ * replicas), then stops them: no request is dropped. A replica that refuses a connection, or
+ * closes one before answering a request without a body, is marked down for a moment and the next
+ * replica is tried; an idle pooled connection the replica had closed is replayed once on a fresh
+ * one. An unknown host is a 404 page; a service none of whose replicas answers, a 502 page naming
+ * it; a request the ingress cannot read (malformed, ambiguous framing, a head over 64 KiB) a 4xx
+ * page, and the connection is closed.
  */
-import type { Server, ServerWebSocket } from "bun";
+import type { Socket, TCPSocketListener } from "bun";
 import type { Logger } from "../../core/log";
-import { compileTable, lookup, normaliseHost, serviceKey, type CompiledTable, type RouteConflict, type ServiceEntry, type ServiceRef, type Target, type Upstream } from "./table";
-import { badGatewayPage, notRoutedPage } from "./pages";
-import { openUpstream, upgradeClient, websocketHandlers, type WsData } from "./websocket";
-import { createUpstreamClient } from "./upstream";
+import { compileTable, lookup, normaliseHost, serviceKey, type CompiledTable, type RouteConflict, type ServiceEntry, type ServiceRef, type Target, type TargetUpstream } from "./table";
+import { badGatewayPage, badRequestPage, notRoutedPage, pageBytes, type Page } from "./pages";
+import { ChunkedScanner, HttpError, parseRequest, parseResponse, type RequestHead, type ResponseHead } from "./http1";
 
 export interface IngressOptions {
   log?: Logger;
@@ -56,20 +63,93 @@ export interface Ingress {
   readonly address: IngressAddress | null;
   /**
    * Stop taking connections, let requests in flight finish within `graceMs` (then cut them),
-   * close WebSockets with 1001.
+   * close WebSocket tunnels.
    */
   stop(graceMs: number): Promise<void>;
 }
 
-/** Request headers that concern one connection only (RFC 9110 §7.6.1), never forwarded. */
-const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate"];
-/** Bodies up to this size with a declared length are read whole before answering (cheaper than a stream). */
-const SMALL_BODY = 64 * 1024;
+const CRLF2 = Buffer.from("\r\n\r\n");
+/** Largest request or response head (431 / 502 above it). */
+const MAX_HEAD = 64 * 1024;
+/** Bytes a client may send ahead of its current exchange before its socket is paused. */
+const MAX_AHEAD = 64 * 1024;
+/** Seconds a client connection may sit idle between requests (or send a head this slowly). */
+const IDLE_SECONDS = 120;
+/** A replica that does not accept a connection within this is treated as refusing it. */
+const CONNECT_TIMEOUT_MS = 5000;
+/** Idle pooled connections kept per replica. */
+const MAX_IDLE = 128;
 
 const key = (u: { host: string; port: number }) => `${u.host}:${u.port}`;
 
-function clientAddress(server: Server<WsData>, req: Request): string {
-  const a = server.requestIP(req)?.address ?? "";
+interface Client {
+  socket: Socket<Client>;
+  ip: string;
+  /** Bytes received and not consumed yet: a head being read, a body waiting for its replica, requests queued behind the current one. */
+  buf: Buffer | null;
+  /** `buf` is the data callback's own buffer (copied before the callback returns if anything is left). */
+  borrowed: boolean;
+  ex: Exchange | null;
+  tunnel: Conn | null;
+  /** Bytes the socket did not take yet (the replica is paused meanwhile). */
+  out: Buffer | null;
+  /** Close once the current response is out. */
+  closeAfter: boolean;
+  ended: boolean;
+  closed: boolean;
+  paused: boolean;
+}
+
+interface Exchange {
+  client: Client;
+  req: RequestHead;
+  forward: Buffer;
+  target: Target;
+  /** Replicas to try, in order, and the next one's index. */
+  ups: readonly TargetUpstream[];
+  next: number;
+  key: string;
+  counted: boolean;
+  up: Conn | null;
+  /** Request body bytes still to relay (length framing). */
+  reqLeft: number;
+  reqChunks: ChunkedScanner | null;
+  reqDone: boolean;
+  res: ResponseHead | null;
+  resLeft: number;
+  resChunks: ChunkedScanner | null;
+  /** Response bytes received from the replica. */
+  received: number;
+  /** Response bytes written to the client (after which no other answer can be given). */
+  answered: boolean;
+  reused: boolean;
+  replayed: boolean;
+  finished: boolean;
+  reason: string;
+}
+
+interface Pool {
+  idle: Conn[];
+  open: number;
+}
+
+interface Conn {
+  socket: Socket<Conn>;
+  key: string;
+  pool: Pool;
+  ex: Exchange | null;
+  tunnel: Client | null;
+  /** A response head split across reads. */
+  buf: Buffer | null;
+  out: Buffer | null;
+  reusable: boolean;
+  closed: boolean;
+  paused: boolean;
+  err: string;
+}
+
+function clientIp(socket: Socket<Client>): string {
+  const a = socket.remoteAddress ?? "";
   return a.startsWith("::ffff:") ? a.slice(7) : a;
 }
 
@@ -80,194 +160,594 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
   const counts = new Map<string, number>();
   const wsCounts = new Map<string, number>();
   const downUntil = new Map<string, number>();
-  const sockets = new Set<ServerWebSocket<WsData>>();
-  let server: Server<WsData> | null = null;
+  const pools = new Map<string, Pool>();
+  const clients = new Set<Client>();
+  let listener: TCPSocketListener<Client> | null = null;
   let address: IngressAddress | null = null;
-  const client = createUpstreamClient({ smallBody: SMALL_BODY });
+  let stopping = false;
 
   const swap = (next: Map<string, ServiceEntry>) => {
     entries = next;
     current = compileTable([...next.values()]);
     for (const c of current.conflicts) opts.log?.warn("ingress route claimed twice", { host: c.host, path_prefix: c.pathPrefix, kept: c.kept, ignored: c.ignored });
   };
-  const inc = (k: string) => counts.set(k, (counts.get(k) ?? 0) + 1);
-  const dec = (k: string) => {
-    const n = (counts.get(k) ?? 1) - 1;
-    if (n <= 0) counts.delete(k);
-    else counts.set(k, n);
+  const bump = (m: Map<string, number>, k: string, by: number) => {
+    const n = (m.get(k) ?? 0) + by;
+    if (n <= 0) m.delete(k);
+    else m.set(k, n);
   };
 
   /** The target's upstreams to try, in order: round-robin start, healthy ones first, ones that just refused last. */
-  function candidates(t: Target): Upstream[] {
+  function candidates(t: Target): readonly TargetUpstream[] {
     const ups = t.upstreams;
     const n = ups.length;
-    if (n === 0) return [];
+    if (n === 0) return ups;
     const start = t.next++ % n;
-    if (n === 1) return ups[0].healthy === false ? [] : [ups[0]];
+    if (n === 1) return ups[0].healthy === false ? [] : ups;
     const now = downUntil.size > 0 ? Date.now() : 0;
-    const good: Upstream[] = [];
-    const down: Upstream[] = [];
+    const good: TargetUpstream[] = [];
+    const down: TargetUpstream[] = [];
     for (let i = 0; i < n; i++) {
       const u = ups[(start + i) % n];
       if (u.healthy === false) continue;
-      if (now !== 0 && (downUntil.get(key(u)) ?? 0) > now) down.push(u);
+      if (now !== 0 && (downUntil.get(u.key) ?? 0) > now) down.push(u);
       else good.push(u);
     }
     return down.length === 0 ? good : good.concat(down);
   }
 
-  /**
-   * The headers sent upstream. A plain object from Bun's `Headers.toJSON()`: copying into a new
-   * `Headers` and mutating it costs a third of the proxy's throughput (bench/ingress.bench.ts).
-   */
-  function forwardHeaders(req: Request, srv: Server<WsData>, hostHeader: string | null): Record<string, string> {
-    const h = (req.headers as unknown as { toJSON(): Record<string, string> }).toJSON();
-    const conn = h.connection;
-    if (conn !== undefined) for (const token of conn.split(",")) delete h[token.trim().toLowerCase()];
-    for (const name of HOP_BY_HOP) if (h[name] !== undefined) delete h[name];
-    const ip = clientAddress(srv, req);
-    const prior = h["x-forwarded-for"];
-    h["x-forwarded-for"] = prior ? `${prior}, ${ip}` : ip;
-    h["x-forwarded-proto"] = "http";
-    if (hostHeader) h["x-forwarded-host"] = hostHeader;
+  /** Host headers as the table keys them, remembered (most traffic repeats a few hosts). */
+  const hosts = new Map<string, string>();
+  function hostOf(raw: string | null): string {
+    if (raw === null) return "";
+    let h = hosts.get(raw);
+    if (h === undefined) {
+      h = normaliseHost(raw);
+      if (hosts.size >= 1024) hosts.clear();
+      hosts.set(raw, h);
+    }
     return h;
   }
 
-  /** The upstream's response to the client, counting the request in flight until its last byte. */
-  async function relay(res: Response, k: string): Promise<Response> {
-    const rh = res.headers;
-    // Connection-level headers of the upstream's connection are not the client's.
-    const headers = rh.has("connection") || rh.has("keep-alive") || rh.has("transfer-encoding") ? new Headers(rh) : rh;
-    if (headers !== rh) {
-      headers.delete("connection");
-      headers.delete("keep-alive");
-      headers.delete("transfer-encoding");
-    }
-    const init = { status: res.status, statusText: res.statusText, headers };
-    const body = res.body;
-    if (body === null) {
-      dec(k);
-      return new Response(null, init);
-    }
-    const declared = rh.get("content-length");
-    if (declared !== null && Number(declared) <= SMALL_BODY) {
-      try {
-        return new Response(await res.arrayBuffer(), init);
-      } finally {
-        dec(k);
-      }
-    }
-    let finished = false;
-    const finish = () => {
-      if (!finished) {
-        finished = true;
-        dec(k);
-      }
-    };
-    const reader = body.getReader();
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(ctrl) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) {
-            finish();
-            ctrl.close();
-          } else ctrl.enqueue(value);
-        } catch (e) {
-          finish();
-          ctrl.error(e);
-        }
-      },
-      cancel(reason) {
-        finish();
-        return reader.cancel(reason);
-      },
-    });
-    return new Response(stream, init);
+  // ---- flow control ------------------------------------------------------------------------
+
+  /** Pause the client while its replica has bytes it did not take, or while it sent too much ahead. */
+  function clientFlow(c: Client): void {
+    const want = (c.ex?.up?.out ?? c.tunnel?.out ?? null) !== null || (c.ex !== null && c.buf !== null && c.buf.length > MAX_AHEAD);
+    if (want === c.paused || c.closed) return;
+    c.paused = want;
+    if (want) c.socket.pause();
+    else c.socket.resume();
   }
 
-  async function handle(req: Request, srv: Server<WsData>): Promise<Response | undefined> {
-    const hostHeader = req.headers.get("host");
-    const host = normaliseHost(hostHeader);
-    const url = req.url;
-    const pathAndQuery = url.slice(url.indexOf("/", url.indexOf("//") + 2));
-    const target = lookup(current, host, pathAndQuery);
+  function connFlow(u: Conn, paused: boolean): void {
+    if (paused === u.paused || u.closed) return;
+    u.paused = paused;
+    if (paused) u.socket.pause();
+    else u.socket.resume();
+  }
+
+  function writeClient(c: Client, bytes: Uint8Array): void {
+    if (c.closed || c.ended) return;
+    pushClient(c, bytes);
+  }
+
+  /** Write to the client, keeping what the socket did not take (and pausing the replica meanwhile). */
+  function pushClient(c: Client, bytes: Uint8Array): void {
+    if (c.out) {
+      c.out = Buffer.concat([c.out, bytes]);
+      return;
+    }
+    const n = c.socket.write(bytes);
+    if (n >= 0 && n < bytes.length) {
+      c.out = Buffer.from(bytes.subarray(n));
+      const u = c.ex?.up ?? c.tunnel;
+      if (u) connFlow(u, true);
+    }
+  }
+
+  function writeConn(u: Conn, bytes: Uint8Array): void {
+    if (u.closed) return;
+    if (u.out) {
+      u.out = Buffer.concat([u.out, bytes]);
+      return;
+    }
+    const n = u.socket.write(bytes);
+    if (n >= 0 && n < bytes.length) {
+      u.out = Buffer.from(bytes.subarray(n));
+      const c = u.ex?.client ?? u.tunnel;
+      if (c) clientFlow(c);
+    }
+  }
+
+  function endClient(c: Client): void {
+    if (c.ended || c.closed) return;
+    c.ended = true;
+    if (!c.out) c.socket.end();
+  }
+
+  /** Answer a request with one of the ingress's pages; a request whose body was not read closes the connection. */
+  function respond(c: Client, page: Page, req: RequestHead | null): void {
+    const close = stopping || req === null || req.close || req.body !== 0;
+    writeClient(c, pageBytes(page, close, req?.method === "HEAD"));
+    if (close) {
+      c.closeAfter = true;
+      c.buf = null;
+      endClient(c);
+    }
+  }
+
+  // ---- requests ----------------------------------------------------------------------------
+
+  /** Read the next request head from `c.buf` and start its exchange; loops over pipelined requests answered at once. */
+  function nextRequest(c: Client): void {
+    while (c.ex === null && c.tunnel === null && c.buf !== null && !c.ended && !c.closed) {
+      const buf = c.buf;
+      const end = buf.indexOf(CRLF2);
+      if (end < 0 || end > MAX_HEAD) {
+        if (buf.length > MAX_HEAD) respond(c, badRequestPage(431, "its header fields are larger than 64 KiB"), null);
+        return;
+      }
+      let req: RequestHead;
+      try {
+        req = parseRequest(buf.toString("latin1", 0, end), c.ip);
+      } catch (e) {
+        respond(c, e instanceof HttpError ? badRequestPage(e.status, e.message) : badRequestPage(400, "it could not be read"), null);
+        return;
+      }
+      c.buf = end + 4 < buf.length ? buf.subarray(end + 4) : null;
+      start(c, req);
+    }
+  }
+
+  function start(c: Client, req: RequestHead): void {
+    if (stopping) req.close = true;
+    const host = hostOf(req.host);
+    const target = lookup(current, host, req.path);
     if (!target) {
-      const q = pathAndQuery.indexOf("?");
-      return notRoutedPage(host, q < 0 ? pathAndQuery : pathAndQuery.slice(0, q));
+      const q = req.path.indexOf("?");
+      respond(c, notRoutedPage(host, q < 0 ? req.path : req.path.slice(0, q)), req);
+      return;
     }
     const ups = candidates(target);
-    if (ups.length === 0) return badGatewayPage(target.service, "It has no healthy replica.");
-    const headers = forwardHeaders(req, srv, hostHeader);
+    if (ups.length === 0) {
+      respond(c, badGatewayPage(target.service, "It has no healthy replica."), req);
+      return;
+    }
+    const ex: Exchange = {
+      client: c,
+      req,
+      forward: Buffer.from(req.forward, "latin1"),
+      target,
+      ups,
+      next: 0,
+      key: "",
+      counted: false,
+      up: null,
+      reqLeft: req.body > 0 ? req.body : 0,
+      reqChunks: req.body === -1 ? new ChunkedScanner() : null,
+      reqDone: req.body === 0,
+      res: null,
+      resLeft: 0,
+      resChunks: null,
+      received: 0,
+      answered: false,
+      reused: false,
+      replayed: false,
+      finished: false,
+      reason: "",
+    };
+    c.ex = ex;
+    c.socket.timeout(0);
+    tryNext(ex);
+  }
 
-    if ((req.headers.get("upgrade") ?? "").toLowerCase() === "websocket") {
-      const protocols = (req.headers.get("sec-websocket-protocol") ?? "")
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean);
-      for (const u of ups) {
-        const k = key(u);
-        const data = await openUpstream(`ws://${k}${pathAndQuery}`, headers, protocols, k);
-        if (!data) {
-          downUntil.set(k, Date.now() + downMs);
+  /** Where the request body ends in `bytes` from `from` (all of it when it goes on); advances the framing. */
+  function bodyEnd(ex: Exchange, bytes: Uint8Array, from: number): number {
+    if (ex.reqDone) return from;
+    if (ex.reqChunks) {
+      const e = ex.reqChunks.scan(bytes, from);
+      if (e < 0) return bytes.length;
+      ex.reqDone = true;
+      return e;
+    }
+    const end = Math.min(bytes.length, from + ex.reqLeft);
+    ex.reqLeft -= end - from;
+    if (ex.reqLeft === 0) ex.reqDone = true;
+    return end;
+  }
+
+  /** Send the exchange to its next candidate replica (`again`: the same one, on a new connection): a pooled connection, or a new one. */
+  function tryNext(ex: Exchange, again = false): void {
+    const u = again ? ex.ups[ex.next - 1] : ex.ups[ex.next++];
+    if (!u) {
+      fail(ex, badGatewayPage(ex.target.service, ex.reason ? `The last replica tried failed: ${ex.reason}` : "No replica answered."));
+      return;
+    }
+    ex.key = u.key;
+    if (!ex.counted) {
+      ex.counted = true;
+      bump(counts, ex.key, 1);
+    }
+    const idle = again ? undefined : pools.get(ex.key)?.idle.pop();
+    if (idle) {
+      ex.reused = true;
+      attach(ex, idle);
+      return;
+    }
+    ex.reused = false;
+    connect(u.host, u.port).then(
+      (conn) => {
+        if (ex.finished) {
+          release(conn);
+          return;
+        }
+        attach(ex, conn);
+      },
+      (e: Error) => {
+        if (ex.finished) return;
+        downUntil.set(ex.key, Date.now() + downMs);
+        ex.reason = e.message;
+        opts.log?.warn("ingress upstream failed", { service: ex.target.key, upstream: ex.key, err: e.message });
+        uncount(ex);
+        tryNext(ex);
+      },
+    );
+  }
+
+  function uncount(ex: Exchange): void {
+    if (ex.counted) {
+      ex.counted = false;
+      bump(counts, ex.key, -1);
+    }
+  }
+
+  /** Write the head and the body bytes already received; the rest follows as the client sends it. */
+  function attach(ex: Exchange, u: Conn): void {
+    const c = ex.client;
+    ex.up = u;
+    u.ex = ex;
+    u.buf = null;
+    let bytes: Uint8Array = ex.forward;
+    if (!ex.reqDone && c.buf) {
+      const end = bodyEnd(ex, c.buf, 0);
+      bytes = Buffer.concat([ex.forward, c.buf.subarray(0, end)]);
+      c.buf = end < c.buf.length ? c.buf.subarray(end) : null;
+    }
+    writeConn(u, bytes);
+    clientFlow(c);
+  }
+
+  /** The client's bytes while an exchange is under way: body bytes go to the replica, the rest waits. */
+  function clientBytes(c: Client, bytes: Buffer): void {
+    const ex = c.ex!;
+    if (ex.up && !ex.reqDone && c.buf === null) {
+      const end = bodyEnd(ex, bytes, 0);
+      writeConn(ex.up, end === bytes.length ? bytes : bytes.subarray(0, end));
+      if (end < bytes.length) c.buf = Buffer.from(bytes.subarray(end));
+    } else c.buf = c.buf ? Buffer.concat([c.buf, bytes]) : Buffer.from(bytes);
+    clientFlow(c);
+  }
+
+  // ---- responses ---------------------------------------------------------------------------
+
+  function responseDone(ex: Exchange): boolean {
+    const r = ex.res!;
+    return r.body === 0 || (r.body > 0 && ex.resLeft === 0) || (r.body === -1 && ex.resChunks!.done);
+  }
+
+  function connBytes(u: Conn, bytes: Buffer): void {
+    const ex = u.ex;
+    if (!ex) {
+      // Bytes nobody asked for on an idle connection: it is out of step.
+      u.reusable = false;
+      u.socket.end();
+      return;
+    }
+    ex.received += bytes.length;
+    const c = ex.client;
+    let src: Buffer = bytes;
+    let from = 0;
+    if (ex.res === null) {
+      if (u.buf) {
+        src = Buffer.concat([u.buf, bytes]);
+        u.buf = null;
+      }
+      for (;;) {
+        const end = src.indexOf(CRLF2, from);
+        if (end < 0 || end - from > MAX_HEAD) {
+          if (src.length - from > MAX_HEAD) throw new HttpError(502, "the replica's response head is too large");
+          u.buf = Buffer.from(src.subarray(from));
+          return;
+        }
+        const res = parseResponse(src.toString("latin1", from, end), ex.req.method);
+        if (res.status === 101) {
+          if (!ex.req.websocket) throw new HttpError(502, "the replica switched protocols unasked");
+          ex.answered = true;
+          writeClient(c, from === 0 ? src : src.subarray(from));
+          tunnel(ex, u);
+          return;
+        }
+        if (res.status < 200) {
+          // An interim answer (100 Continue, 103 Early Hints): relayed to HTTP/1.1 clients; the final one follows.
+          if (!ex.req.http10) writeClient(c, src.subarray(from, end + 4));
+          from = end + 4;
+          if (from >= src.length) return;
           continue;
         }
-        if (upgradeClient(srv, req, data)) return undefined;
-        data.upstream.close(1011, "client upgrade failed");
-        return new Response("The WebSocket upgrade failed.\n", { status: 400 });
+        ex.res = res;
+        ex.answered = true;
+        if (res.body > 0) ex.resLeft = res.body;
+        else if (res.body === -1) ex.resChunks = new ChunkedScanner();
+        if (!res.reusable) u.reusable = false;
+        if (res.rewritten !== null) {
+          writeClient(c, Buffer.from(res.rewritten, "latin1"));
+          from = end + 4;
+        }
+        return relayBody(ex, u, src, from, end + 4);
       }
-      return badGatewayPage(target.service, "No replica accepted the WebSocket connection.");
     }
+    relayBody(ex, u, src, 0, 0);
+  }
 
-    const hasBody = req.body !== null;
-    let reason = "";
-    for (const u of ups) {
-      const k = key(u);
-      inc(k);
-      if (!hasBody) {
-        // Most traffic: no request body, through ops's own keep-alive client (upstream.ts).
-        try {
-          const res = await client.request(u.host, u.port, req.method, pathAndQuery, headers);
-          if (downUntil.size > 0) downUntil.delete(k);
-          const init = { status: res.status, statusText: res.statusText, headers: res.headers };
-          if (res.body instanceof ReadableStream) {
-            void res.done.then(() => dec(k));
-            return new Response(res.body, init);
+  /** Relay `src` from `from` (the body starting at `bodyFrom`) up to the end of the response. */
+  function relayBody(ex: Exchange, u: Conn, src: Buffer, from: number, bodyFrom: number): void {
+    const r = ex.res!;
+    let end: number;
+    if (r.body === -2) end = src.length;
+    else if (r.body === -1) {
+      const e = ex.resChunks!.done ? bodyFrom : ex.resChunks!.scan(src, bodyFrom);
+      end = e < 0 ? src.length : e;
+    } else {
+      end = Math.min(src.length, bodyFrom + ex.resLeft);
+      ex.resLeft -= end - bodyFrom;
+    }
+    if (end > from) writeClient(ex.client, from === 0 && end === src.length ? src : src.subarray(from, end));
+    if (end < src.length) u.reusable = false; // bytes past the end of the response: out of step
+    if (r.body !== -2 && responseDone(ex)) {
+      if (ex.reqDone) finish(ex);
+      else {
+        // The replica answered before the whole body arrived: nothing more goes to it, and the
+        // client's connection cannot be resynchronised.
+        ex.client.closeAfter = true;
+        u.reusable = false;
+        finish(ex);
+      }
+    }
+  }
+
+  function tunnel(ex: Exchange, u: Conn): void {
+    const c = ex.client;
+    uncount(ex);
+    ex.finished = true;
+    c.ex = null;
+    u.ex = null;
+    u.reusable = false;
+    c.tunnel = u;
+    u.tunnel = c;
+    bump(wsCounts, ex.key, 1);
+    if (c.buf) {
+      const rest = c.buf;
+      c.buf = null;
+      writeConn(u, rest);
+    }
+    clientFlow(c);
+  }
+
+  /** The exchange is over: its connection goes back to the pool and the client's next request starts. */
+  function finish(ex: Exchange): void {
+    if (ex.finished) return;
+    ex.finished = true;
+    uncount(ex);
+    if (downUntil.size > 0) downUntil.delete(ex.key);
+    const c = ex.client;
+    c.ex = null;
+    const u = ex.up;
+    if (u) {
+      u.ex = null;
+      release(u);
+    }
+    if (c.closeAfter || ex.req.close || ex.res?.body === -2 || stopping) {
+      c.buf = null;
+      endClient(c);
+      return;
+    }
+    c.socket.timeout(IDLE_SECONDS);
+    if (c.buf) nextRequest(c);
+    clientFlow(c);
+  }
+
+  /** The exchange cannot go on: answer with `page` if nothing was answered yet, else cut the client. */
+  function fail(ex: Exchange, page: Page): void {
+    if (ex.finished) return;
+    ex.finished = true;
+    uncount(ex);
+    const c = ex.client;
+    c.ex = null;
+    const u = ex.up;
+    if (u) {
+      u.ex = null;
+      u.reusable = false;
+      release(u);
+    }
+    if (ex.answered) {
+      c.buf = null;
+      c.socket.terminate();
+      return;
+    }
+    if (!ex.reqDone) ex.req.body = -1; // the rest of its body was not read: close after the page
+    respond(c, page, ex.req);
+    if (!c.ended && c.buf) nextRequest(c);
+  }
+
+  // ---- replica connections -----------------------------------------------------------------
+
+  function release(u: Conn): void {
+    if (!u.reusable || u.closed || u.buf !== null || u.out !== null || u.pool.idle.length >= MAX_IDLE || stopping) {
+      if (!u.closed) u.socket.end();
+      return;
+    }
+    connFlow(u, false);
+    u.pool.idle.push(u);
+  }
+
+  function poolOf(k: string): Pool {
+    let p = pools.get(k);
+    if (!p) {
+      p = { idle: [], open: 0 };
+      pools.set(k, p);
+    }
+    return p;
+  }
+
+  function connect(host: string, port: number): Promise<Conn> {
+    const k = `${host}:${port}`;
+    const pool = poolOf(k);
+    const conn: Conn = { socket: null as unknown as Socket<Conn>, key: k, pool, ex: null, tunnel: null, buf: null, out: null, reusable: true, closed: false, paused: false, err: "" };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const connecting = Bun.connect<Conn>({
+      hostname: host,
+      port,
+      data: conn,
+      socket: {
+        open(s) {
+          s.setNoDelay(true);
+          pool.open++;
+        },
+        data(s, bytes) {
+          const u = s.data;
+          if (u.tunnel) return writeClient(u.tunnel, bytes);
+          try {
+            connBytes(u, bytes);
+          } catch (e) {
+            connFault(u, e as Error);
           }
-          dec(k);
-          return new Response(res.body, init);
-        } catch (e) {
-          dec(k);
-          downUntil.set(k, Date.now() + downMs);
-          reason = (e as Error).message;
-          opts.log?.warn("ingress upstream failed", { service: target.key, upstream: k, err: reason });
-          continue;
-        }
-      }
-      let res: Response;
-      try {
-        res = await fetch(`http://${k}${pathAndQuery}`, {
-          method: req.method,
-          headers,
-          body: req.body,
-          redirect: "manual",
-          decompress: false,
-          signal: req.signal,
-        } as RequestInit);
-      } catch (e) {
-        dec(k);
-        if (req.signal.aborted) return new Response(null, { status: 499 });
-        downUntil.set(k, Date.now() + downMs);
-        reason = (e as Error).message;
-        opts.log?.warn("ingress upstream failed", { service: target.key, upstream: k, err: reason });
-        // A body already (partly) sent cannot be replayed to another replica.
-        if (hasBody) break;
-        continue;
-      }
-      if (downUntil.size > 0) downUntil.delete(k);
-      return relay(res, k);
+        },
+        drain(s) {
+          const u = s.data;
+          if (!u.out) return;
+          const out = u.out;
+          u.out = null;
+          writeConn(u, out);
+          if (!u.out) {
+            const c = u.ex?.client ?? u.tunnel;
+            if (c) clientFlow(c);
+          }
+        },
+        error(s, err) {
+          s.data.err = err.message;
+        },
+        close(s) {
+          connClosed(s.data);
+        },
+        connectError() {
+          // The promise rejects; tryNext handles it.
+        },
+      },
+    });
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+    });
+    return Promise.race([connecting, timeout]).then(
+      (s) => {
+        clearTimeout(timer);
+        conn.socket = s;
+        return conn;
+      },
+      (e: Error) => {
+        clearTimeout(timer);
+        // A connection that opens after its timeout is closed unused.
+        void connecting.then((s) => s.end(), () => undefined);
+        if (pool.open <= 0 && pool.idle.length === 0 && pools.get(k) === pool) pools.delete(k);
+        throw e;
+      },
+    );
+  }
+
+  function connFault(u: Conn, e: Error): void {
+    const ex = u.ex;
+    u.reusable = false;
+    opts.log?.warn("ingress upstream answer unusable", { upstream: u.key, err: e.message });
+    if (ex) fail(ex, badGatewayPage(ex.target.service, `The replica's answer could not be relayed: ${e.message}`));
+    if (!u.closed) u.socket.end();
+  }
+
+  function connClosed(u: Conn): void {
+    u.closed = true;
+    const pool = u.pool;
+    pool.open--;
+    const at = pool.idle.indexOf(u);
+    if (at >= 0) pool.idle.splice(at, 1);
+    // A replica's pool is forgotten with its last connection (replicas come and go).
+    if (pool.open <= 0 && pools.get(u.key) === pool) pools.delete(u.key);
+    if (u.tunnel) {
+      const c = u.tunnel;
+      u.tunnel = null;
+      bump(wsCounts, u.key, -1);
+      c.tunnel = null;
+      endClient(c);
+      return;
     }
-    return badGatewayPage(target.service, reason ? `The last replica tried failed: ${reason}` : "No replica answered.");
+    const ex = u.ex;
+    if (!ex) return;
+    u.ex = null;
+    ex.up = null;
+    if (ex.res?.body === -2) {
+      // A body that ends when the replica closes: it just did.
+      ex.client.closeAfter = true;
+      finish(ex);
+      return;
+    }
+    if (!ex.answered && ex.received === 0 && ex.req.body === 0) {
+      if (ex.reused && !ex.replayed) {
+        // An idle connection the replica closed as it was reused: replay once on a fresh one.
+        ex.replayed = true;
+        tryNext(ex, true);
+        return;
+      }
+      // Closed without a word to a request that can be replayed: the next replica may answer.
+      downUntil.set(ex.key, Date.now() + downMs);
+      ex.reason = u.err || "the replica closed the connection";
+      opts.log?.warn("ingress upstream failed", { service: ex.target.key, upstream: ex.key, err: ex.reason });
+      uncount(ex);
+      tryNext(ex);
+      return;
+    }
+    ex.reason = u.err || (ex.answered ? "the replica closed the connection in the middle of its response" : "the replica closed the connection");
+    opts.log?.warn("ingress upstream failed", { service: ex.target.key, upstream: ex.key, err: ex.reason });
+    fail(ex, badGatewayPage(ex.target.service, `The last replica tried failed: ${ex.reason}`));
+  }
+
+  // ---- client connections ------------------------------------------------------------------
+
+  function clientFault(c: Client, e: Error): void {
+    opts.log?.error("ingress request failed", { err: e });
+    const ex = c.ex;
+    if (ex) fail(ex, badRequestPage(e instanceof HttpError ? e.status : 400, e.message));
+    else respond(c, badRequestPage(400, "it could not be read"), null);
+  }
+
+  function clientClosed(c: Client): void {
+    c.closed = true;
+    clients.delete(c);
+    const u = c.tunnel;
+    if (u) {
+      c.tunnel = null;
+      u.tunnel = null;
+      bump(wsCounts, u.key, -1);
+      u.socket.end();
+    }
+    const ex = c.ex;
+    if (ex) {
+      c.ex = null;
+      ex.finished = true;
+      uncount(ex);
+      if (ex.up) {
+        ex.up.ex = null;
+        ex.up.reusable = false;
+        ex.up.socket.end();
+      }
+    }
   }
 
   const ingress: Ingress = {
@@ -299,47 +779,102 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       }
     },
     listen(host, port) {
-      if (server) throw new Error("the ingress is already listening");
-      server = Bun.serve<WsData>({
+      if (listener) throw new Error("the ingress is already listening");
+      stopping = false;
+      listener = Bun.listen<Client>({
         hostname: host,
         port,
-        idleTimeout: 120,
-        // Bodies stream through; no limit of the ingress's own (the app sets its own).
-        maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-        fetch: handle,
-        websocket: websocketHandlers(sockets, {
-          open: (k) => wsCounts.set(k, (wsCounts.get(k) ?? 0) + 1),
-          close: (k) => {
-            const n = (wsCounts.get(k) ?? 1) - 1;
-            if (n <= 0) wsCounts.delete(k);
-            else wsCounts.set(k, n);
+        allowHalfOpen: true,
+        socket: {
+          open(s) {
+            s.data = { socket: s, ip: clientIp(s), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, ended: false, closed: false, paused: false };
+            clients.add(s.data);
+            s.setNoDelay(true);
+            s.timeout(IDLE_SECONDS);
           },
-        }),
-        error(e) {
-          opts.log?.error("ingress request failed", { err: e });
-          return new Response("The ingress failed on this request.\n", { status: 500 });
+          data(s, bytes) {
+            const c = s.data;
+            if (c.tunnel) return writeConn(c.tunnel, bytes);
+            if (c.ended) return;
+            try {
+              if (c.ex) return clientBytes(c, bytes);
+              if (c.buf) c.buf = Buffer.concat([c.buf, bytes]);
+              else {
+                c.buf = bytes;
+                c.borrowed = true;
+              }
+              nextRequest(c);
+            } catch (e) {
+              clientFault(c, e as Error);
+            } finally {
+              if (c.borrowed) {
+                c.borrowed = false;
+                if (c.buf) c.buf = Buffer.from(c.buf);
+                clientFlow(c);
+              }
+            }
+          },
+          drain(s) {
+            const c = s.data;
+            if (!c.out) return;
+            const out = c.out;
+            c.out = null;
+            pushClient(c, out);
+            if (c.out) return;
+            if (c.ended) c.socket.end();
+            const u = c.ex?.up ?? c.tunnel;
+            if (u) connFlow(u, false);
+          },
+          end(s) {
+            // The client half-closed: answer what it asked, then close.
+            const c = s.data;
+            c.closeAfter = true;
+            if (c.tunnel) return endClient(c);
+            if (c.ex === null) {
+              c.buf = null;
+              endClient(c);
+            }
+          },
+          timeout(s) {
+            const c = s.data;
+            if (c.ex || c.tunnel) return;
+            if (c.buf) respond(c, badRequestPage(408, "its head did not arrive in time"), null);
+            else endClient(c);
+          },
+          error(s, err) {
+            opts.log?.debug?.("ingress client connection failed", { err: err.message });
+          },
+          close(s) {
+            clientClosed(s.data);
+          },
         },
       });
       const h = host.includes(":") ? `[${host}]` : host;
-      address = { host, port: server.port as number, url: `http://${h}:${server.port}` };
+      address = { host, port: listener.port, url: `http://${h}:${listener.port}` };
       return address;
     },
     get address() {
       return address;
     },
     async stop(graceMs) {
-      const s = server;
-      if (!s) return;
-      server = null;
+      const l = listener;
+      if (!l) return;
+      listener = null;
       address = null;
-      const stopped = s.stop(false);
-      void stopped.then(() => client.close());
-      for (const ws of sockets) ws.close(1001, "ops is shutting down");
-      const timedOut = await Promise.race([stopped.then(() => false), Bun.sleep(graceMs).then(() => true)]);
-      if (timedOut) {
-        opts.log?.warn("ingress requests still in flight at shutdown; closing them", { grace_ms: graceMs });
-        await s.stop(true);
+      stopping = true;
+      l.stop(false);
+      for (const c of clients) {
+        if (c.tunnel) {
+          c.tunnel.socket.end();
+          endClient(c);
+        } else if (c.ex === null) endClient(c);
+        else c.closeAfter = true;
       }
+      const end = Date.now() + graceMs;
+      while ([...clients].some((c) => c.ex !== null) && Date.now() < end) await Bun.sleep(10);
+      if ([...clients].some((c) => c.ex !== null)) opts.log?.warn("ingress requests still in flight at shutdown; closing them", { grace_ms: graceMs });
+      for (const c of clients) c.socket.terminate();
+      for (const p of pools.values()) for (const u of p.idle.splice(0)) u.socket.end();
     },
   };
   return ingress;

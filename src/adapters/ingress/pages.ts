@@ -1,24 +1,47 @@
 /**
  * The ingress's own answers, as small HTML pages a person reading them in a browser understands:
- * 404 for a host no service answers, 502 naming the service when none of its replicas answered.
+ * 404 for a host no service answers, 502 naming the service when none of its replicas answered,
+ * 4xx for a request the ingress could not read. Each is a whole HTTP/1.1 response, ready to write.
  */
 import type { ServiceRef } from "./table";
+
+export interface Page {
+  status: number;
+  title: string;
+  html: string;
+}
 
 function escape(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 
-function page(status: number, title: string, body: string): Response {
+function page(status: number, title: string, body: string): Page {
   const html =
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">` +
     `<title>${status} ${escape(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#222}` +
     `h1{font-size:1.4rem}code{background:#f2f2f2;padding:0 .25rem;border-radius:3px}footer{margin-top:2rem;color:#777;font-size:.85rem}</style></head>` +
     `<body><h1>${status} ${escape(title)}</h1>${body}<footer>ops ingress</footer></body></html>`;
-  return new Response(html, { status, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+  return { status, title, html };
+}
+
+/** The page as an HTTP/1.1 response; `close` adds `Connection: close`, `headOnly` leaves the body out (HEAD). */
+export function pageBytes(p: Page, close: boolean, headOnly: boolean): Buffer {
+  const body = Buffer.from(p.html);
+  const head =
+    `HTTP/1.1 ${p.status} ${p.title}\r\ncontent-type: text/html; charset=utf-8\r\ncache-control: no-store\r\n` +
+    `date: ${new Date().toUTCString()}\r\ncontent-length: ${body.length}\r\n${close ? "connection: close\r\n" : ""}\r\n`;
+  return headOnly ? Buffer.from(head, "latin1") : Buffer.concat([Buffer.from(head, "latin1"), body]);
+}
+
+/** 400, 405, 413, 431, 501: a request the ingress could not read or will not relay. */
+export function badRequestPage(status: number, reason: string): Page {
+  const titles: Record<number, string> = { 400: "Bad Request", 405: "Method Not Allowed", 408: "Request Timeout", 431: "Request Header Fields Too Large", 501: "Not Implemented" };
+  const title = titles[status] ?? "Bad Request";
+  return page(status, title, `<p>The ingress could not relay this request: ${escape(reason)}.</p>`);
 }
 
 /** 404: no service is routed for this host (and path). */
-export function notRoutedPage(host: string, path: string): Response {
+export function notRoutedPage(host: string, path: string): Page {
   return page(
     404,
     "Not Found",
@@ -29,7 +52,7 @@ export function notRoutedPage(host: string, path: string): Response {
 }
 
 /** 502: the service is routed here but none of its replicas answered. */
-export function badGatewayPage(s: ServiceRef, reason: string): Response {
+export function badGatewayPage(s: ServiceRef, reason: string): Page {
   return page(
     502,
     "Bad Gateway",

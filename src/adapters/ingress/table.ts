@@ -40,10 +40,15 @@ export interface ServiceEntry {
   upstreams: Upstream[];
 }
 
+/** An upstream in a compiled table, with its `host:port` key. */
+export interface TargetUpstream extends Upstream {
+  key: string;
+}
+
 export interface Target {
   key: string;
   service: ServiceRef;
-  upstreams: Upstream[];
+  upstreams: TargetUpstream[];
   /** Round-robin position, shared by every rule of the service. */
   next: number;
 }
@@ -110,7 +115,7 @@ export function compileTable(entries: readonly ServiceEntry[]): CompiledTable {
   const byHost = new Map<string, Rule[]>();
   const conflicts: RouteConflict[] = [];
   for (const e of sorted) {
-    const target: Target = { key: serviceKey(e.service), service: { ...e.service }, upstreams: e.upstreams.map((u) => ({ ...u })), next: 0 };
+    const target: Target = { key: serviceKey(e.service), service: { ...e.service }, upstreams: e.upstreams.map((u) => ({ ...u, key: `${u.host}:${u.port}` })), next: 0 };
     const routes: ServiceRoute[] = [{ hosts: [defaultHost(e.service)] }, ...e.routes];
     for (const r of routes) {
       const prefix = normalisePrefix(r.pathPrefix);

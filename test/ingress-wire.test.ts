@@ -1,0 +1,428 @@
+/**
+ * The ingress's HTTP/1.1 relay on the wire (src/adapters/ingress/ingress.ts, http1.ts), between
+ * raw TCP replicas that write exact response bytes and clients that send exact request bytes
+ * (or fetch): response framing (length, chunked with extensions and trailers, until close, none
+ * for HEAD/204/304), interim 1xx answers, connection fields, keep-alive reuse of replica
+ * connections and the replay of a request whose idle connection the replica had closed, request
+ * bodies (length and chunked), pipelined requests, `Expect: 100-continue`, an early answer, a
+ * close mid-answer, malformed answers, backpressure both ways, HTTP/1.0 clients, and hostile
+ * requests that must get a 4xx and never reach the replica.
+ */
+import { describe, test, expect, afterEach, beforeEach } from "bun:test";
+import type { Socket, TCPSocketListener } from "bun";
+import { createIngress, type Ingress } from "../src/adapters/ingress/ingress";
+import { ChunkedScanner, HttpError, parseRequest, parseResponse } from "../src/adapters/ingress/http1";
+
+interface Raw {
+  port: number;
+  /** Connections accepted so far. */
+  accepted: number;
+  /** Request heads received, in order. */
+  heads: string[];
+  /** Bytes received after heads (bodies), per connection in order, as latin1. */
+  bodies: string[];
+  stop(): void;
+}
+
+/** A TCP replica calling `answer` with each request head; body bytes are collected, not parsed. */
+function rawServer(answer: (head: string, s: Socket<{ buf: string; conn: number }>, n: number) => void): Raw {
+  const raw: Raw = { port: 0, accepted: 0, heads: [], bodies: [], stop: () => undefined };
+  const server: TCPSocketListener<{ buf: string; conn: number }> = Bun.listen<{ buf: string; conn: number }>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open(s) {
+        s.data = { buf: "", conn: raw.accepted++ };
+        raw.bodies[s.data.conn] = "";
+      },
+      data(s, bytes) {
+        s.data.buf += bytes.toString("latin1");
+        for (;;) {
+          const end = s.data.buf.indexOf("\r\n\r\n");
+          if (end < 0 || !/^[A-Z]+ \S+ HTTP\/1\.[01]\r\n/.test(s.data.buf)) {
+            if (end < 0 && /^[A-Z]+ /.test(s.data.buf)) return;
+            raw.bodies[s.data.conn] += s.data.buf;
+            s.data.buf = "";
+            return;
+          }
+          const head = s.data.buf.slice(0, end);
+          s.data.buf = s.data.buf.slice(end + 4);
+          raw.heads.push(head);
+          answer(head, s, raw.heads.length);
+        }
+      },
+    },
+  });
+  raw.port = server.port;
+  raw.stop = () => server.stop(true);
+  return raw;
+}
+
+/** Send `bytes` on a new connection and collect what comes back until `done(text)` or the close. */
+function talk(port: number, bytes: string | Buffer, done: (got: string) => boolean = () => false, timeoutMs = 5000): Promise<{ text: string; closed: boolean }> {
+  return new Promise((resolve, reject) => {
+    let got = "";
+    let settled = false;
+    const settle = (closed: boolean, s?: Socket<undefined>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      s?.end();
+      resolve({ text: got, closed });
+    };
+    const timer = setTimeout(() => settle(false), timeoutMs);
+    Bun.connect({
+      hostname: "127.0.0.1",
+      port,
+      socket: {
+        open(s) {
+          s.write(bytes);
+        },
+        data(s, b) {
+          got += b.toString("latin1");
+          if (done(got)) settle(false, s);
+        },
+        close() {
+          settle(true);
+        },
+      },
+    }).catch(reject);
+  });
+}
+
+const servers: Raw[] = [];
+const serve = (answer: Parameters<typeof rawServer>[0]) => {
+  const s = rawServer(answer);
+  servers.push(s);
+  return s;
+};
+let ingress: Ingress;
+let port: number;
+const route = (up: Raw) => ingress.setService({ service: { project: "p", environment: "production", service: "web" }, routes: [{ hosts: ["app.test", "127.0.0.1"] }], upstreams: [{ host: "127.0.0.1", port: up.port }] });
+const url = (p: string) => `http://127.0.0.1:${port}${p}`;
+
+beforeEach(() => {
+  ingress = createIngress({ downMs: 10 });
+  port = ingress.listen("127.0.0.1", 0).port;
+});
+afterEach(async () => {
+  await ingress.stop(100);
+  for (const s of servers.splice(0)) s.stop();
+});
+
+const ok = (body: string, extra = "") => `HTTP/1.1 200 OK\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`;
+
+describe("responses", () => {
+  test("length-framed answers: one replica connection carries every request; hop-by-hop fields dropped, X-Forwarded-* set", async () => {
+    const up = serve((_head, s, n) => s.write(ok(String(n), `X-N: ${n}\r\n`)));
+    route(up);
+    for (let i = 1; i <= 20; i++) {
+      const res = await fetch(url(`/n?i=${i}`), { headers: { host: "app.test" } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-n")).toBe(String(i));
+      expect(await res.text()).toBe(String(i));
+    }
+    expect(up.accepted).toBe(1);
+    const sent = await talk(port, "GET /exact?q=1 HTTP/1.1\r\nHost: App.Test:8080\r\nX-Forwarded-For: 10.0.0.1\r\nConnection: keep-alive, X-Secret\r\nKeep-Alive: 300\r\nX-Secret: s\r\nTE: trailers\r\nAccept: */*\r\n\r\n", (g) => g.endsWith("21"));
+    expect(sent.text).toStartWith("HTTP/1.1 200 OK\r\n");
+    expect(up.heads[20]).toBe("GET /exact?q=1 HTTP/1.1\r\nHost: App.Test:8080\r\nAccept: */*\r\nx-forwarded-for: 10.0.0.1, 127.0.0.1\r\nx-forwarded-proto: http\r\nx-forwarded-host: App.Test:8080");
+  });
+
+  test("chunked answers are relayed as they come, framing untouched (extensions, trailers, split writes); the connection is reused", async () => {
+    const up = serve(async (_h, s) => {
+      s.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n5;ext=1\r\nhel");
+      await Bun.sleep(20);
+      s.write("lo\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n");
+    });
+    route(up);
+    const raw = await talk(port, "GET / HTTP/1.1\r\nHost: app.test\r\n\r\n", (g) => g.endsWith("0\r\nX-Trailer: t\r\n\r\n"));
+    expect(raw.text).toEndWith("\r\n\r\n5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n");
+    expect(raw.closed).toBe(false);
+    expect(await (await fetch(url("/"), { headers: { host: "app.test" } })).text()).toBe("hello, world");
+    expect(up.accepted).toBe(1);
+  });
+
+  test("a body without a length ends when the replica closes: the client's connection closes too, the replica's is not reused", async () => {
+    const up = serve((_h, s) => {
+      s.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end");
+      s.end();
+    });
+    route(up);
+    const raw = await talk(port, "GET / HTTP/1.1\r\nHost: app.test\r\n\r\n");
+    expect(raw.closed).toBe(true);
+    expect(raw.text).toEndWith("\r\n\r\nuntil the end");
+    expect(await (await fetch(url("/"), { headers: { host: "app.test" } })).text()).toBe("until the end");
+    expect(up.accepted).toBe(2);
+  });
+
+  test("no body for HEAD, 204 and 304 whatever their fields say; interim 1xx answers are relayed before the final one", async () => {
+    const up = serve((head, s) => {
+      if (head.startsWith("HEAD")) s.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+      else if (head.includes("/204")) s.write("HTTP/1.1 204 No Content\r\n\r\n");
+      else if (head.includes("/304")) s.write('HTTP/1.1 304 Not Modified\r\nETag: "x"\r\nContent-Length: 5\r\n\r\n');
+      else s.write("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok");
+    });
+    route(up);
+    // Four requests pipelined on one connection: each answer ends where its framing says.
+    const all = await talk(port, ["HEAD / HTTP/1.1", "GET /204 HTTP/1.1", "GET /304 HTTP/1.1", "GET /hints HTTP/1.1"].map((l) => `${l}\r\nHost: app.test\r\n\r\n`).join(""), (g) => g.endsWith("ok"));
+    expect(all.text.match(/^HTTP\/1\.1 \d+/gm)).toEqual(["HTTP/1.1 200", "HTTP/1.1 204", "HTTP/1.1 304", "HTTP/1.1 103", "HTTP/1.1 201"]);
+    expect(all.text).toContain("Link: </a.css>");
+    const created = await fetch(url("/hints"), { headers: { host: "app.test" } });
+    expect([created.status, created.statusText, await created.text()]).toEqual([201, "Created", "ok"]);
+    expect(up.accepted).toBe(1);
+  });
+
+  test("the replica's connection fields are not relayed; repeated fields are; Connection: close ends reuse", async () => {
+    const up = serve((_h, s) => s.write("HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nConnection: close\r\nKeep-Alive: timeout=5\r\nContent-Length: 0\r\n\r\n"));
+    route(up);
+    const raw = await talk(port, "GET / HTTP/1.1\r\nHost: app.test\r\n\r\n", (g) => g.endsWith("\r\n\r\n"));
+    expect(raw.text).toBe("HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 0\r\n\r\n");
+    const res = await fetch(url("/"), { headers: { host: "app.test" } });
+    expect(res.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
+    expect(up.accepted).toBe(2);
+  });
+
+  test("an idle connection the replica closed is replayed once on a fresh one", async () => {
+    const up = serve((_h, s) => {
+      s.write(ok("ok"));
+      // Close the kept-alive connection a moment later, as an idle timeout does.
+      setTimeout(() => s.end(), 30);
+    });
+    route(up);
+    expect(await (await fetch(url("/"), { headers: { host: "app.test" } })).text()).toBe("ok");
+    await Bun.sleep(100);
+    expect(await (await fetch(url("/"), { headers: { host: "app.test" } })).text()).toBe("ok");
+    expect(up.accepted).toBe(2);
+  });
+
+  test("a replica that cuts its answer: 502 before the head, the client's connection cut after it; malformed answers and closed ports are 502", async () => {
+    const up = serve((head, s) => {
+      if (head.includes("/before")) s.end();
+      else if (head.includes("/after")) {
+        s.write("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+        s.end();
+      } else if (head.includes("/smtp")) s.write("SMTP ready\r\n\r\n");
+      else if (head.includes("/length")) s.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc");
+      else s.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n");
+    });
+    route(up);
+    const before = await fetch(url("/before"), { headers: { host: "app.test" } });
+    expect(before.status).toBe(502);
+    expect(await before.text()).toContain("<strong>web</strong>");
+    const after = await talk(port, "GET /after HTTP/1.1\r\nHost: app.test\r\n\r\n");
+    expect([after.closed, after.text.endsWith("\r\n\r\nabc")]).toEqual([true, true]);
+    for (const p of ["/smtp", "/length", "/switch"]) {
+      const res = await fetch(url(p), { headers: { host: "app.test" } });
+      expect([p, res.status]).toEqual([p, 502]);
+      await res.text();
+    }
+    expect(ingress.inflight({ host: "127.0.0.1", port: up.port })).toBe(0);
+    const gone = serve(() => undefined);
+    route(gone);
+    gone.stop();
+    const refused = await fetch(url("/"), { headers: { host: "app.test" } });
+    expect(refused.status).toBe(502);
+    expect(await refused.text()).toContain("The last replica tried failed");
+  });
+
+  test("a streamed answer is read from the replica only as fast as the client reads it", async () => {
+    const total = 64 << 20;
+    let written = 0;
+    const block = Buffer.alloc(1 << 16, 120);
+    const server = Bun.listen<{ more?: () => void }>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        data(s) {
+          s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${total}\r\n\r\n`);
+          s.data = {
+            more: () => {
+              while (written < total) {
+                const n = s.write(block.subarray(written % block.length));
+                if (n <= 0) return;
+                written += n;
+              }
+            },
+          };
+          s.data.more!();
+        },
+        drain(s) {
+          s.data.more?.();
+        },
+      },
+    });
+    try {
+      ingress.setService({ service: { project: "p", environment: "production", service: "web" }, routes: [{ hosts: ["app.test"] }], upstreams: [{ host: "127.0.0.1", port: server.port }] });
+      let got = 0;
+      let client!: Socket<undefined>;
+      const finished = new Promise<void>((resolve) => {
+        void Bun.connect({
+          hostname: "127.0.0.1",
+          port,
+          socket: {
+            open(s) {
+              client = s;
+              s.write("GET /big HTTP/1.1\r\nHost: app.test\r\n\r\n");
+              // Not reading at first.
+              s.pause();
+            },
+            data(_s, b) {
+              got += b.length;
+              if (got >= total) resolve();
+            },
+          },
+        });
+      });
+      await Bun.sleep(300);
+      const at = written;
+      await Bun.sleep(200);
+      // The client does not read: the ingress stops reading the replica, whose writes stall at
+      // what the kernel's buffers hold.
+      expect(written).toBe(at);
+      expect(written).toBeLessThan(total / 2);
+      client.resume();
+      await finished;
+      expect(written).toBe(total);
+      client.end();
+    } finally {
+      server.stop(true);
+    }
+  });
+});
+
+describe("requests", () => {
+  test("bodies with a length and chunked bodies reach the replica byte for byte; pipelined requests are answered in order", async () => {
+    const up = serve((head, s, n) => s.write(ok(`r${n}`)));
+    route(up);
+    const chunked = "4\r\nwiki\r\n5;x=y\r\npedia\r\n0\r\nT: 1\r\n\r\n";
+    const reqs =
+      "POST /a HTTP/1.1\r\nHost: app.test\r\nContent-Length: 5\r\n\r\nhello" +
+      `POST /b HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: chunked\r\n\r\n${chunked}` +
+      "GET /c HTTP/1.1\r\nHost: app.test\r\n\r\n";
+    const res = await talk(port, reqs, (g) => g.endsWith("r3"));
+    expect(res.text.match(/r\d$|r\d(?=HTTP)/g)).toEqual(["r1", "r2", "r3"]);
+    expect(up.heads.map((h) => h.split("\r\n")[0])).toEqual(["POST /a HTTP/1.1", "POST /b HTTP/1.1", "GET /c HTTP/1.1"]);
+    expect(up.heads[1]).toContain("\r\nTransfer-Encoding: chunked");
+    expect(up.bodies[0]).toBe(`hello${chunked}`);
+  });
+
+  test("Expect: 100-continue: the replica's 100 reaches the client, which then sends the body", async () => {
+    const up = serve((head, s) => {
+      if (head.toLowerCase().includes("expect: 100-continue")) s.write("HTTP/1.1 100 Continue\r\n\r\n");
+      setTimeout(() => s.write(ok("stored")), 100);
+    });
+    route(up);
+    const got = await new Promise<string>((resolve) => {
+      let text = "";
+      void Bun.connect({
+        hostname: "127.0.0.1",
+        port,
+        socket: {
+          open(s) {
+            s.write("PUT /f HTTP/1.1\r\nHost: app.test\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+          },
+          data(s, b) {
+            text += b.toString("latin1");
+            if (text === "HTTP/1.1 100 Continue\r\n\r\n") s.write("data");
+            if (text.endsWith("stored")) {
+              s.end();
+              resolve(text);
+            }
+          },
+        },
+      });
+    });
+    expect(got).toStartWith("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n");
+    await Bun.sleep(20);
+    expect(up.bodies[0]).toBe("data");
+  });
+
+  test("a replica that answers before the whole body arrived: the answer is relayed and the connection closed", async () => {
+    const up = serve((_h, s) => s.write("HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\n\r\ntoo big!"));
+    route(up);
+    const res = await talk(port, "POST /upload HTTP/1.1\r\nHost: app.test\r\nContent-Length: 1000000\r\n\r\nstart");
+    expect(res.closed).toBe(true);
+    expect(res.text).toStartWith("HTTP/1.1 413 Content Too Large\r\n");
+    expect(res.text).toEndWith("too big!");
+  });
+
+  test("an HTTP/1.0 client: relayed as HTTP/1.0, its connection closed after the answer", async () => {
+    const up = serve((_h, s) => s.write("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+    route(up);
+    const res = await talk(port, "GET / HTTP/1.0\r\nHost: app.test\r\n\r\n");
+    expect(res.closed).toBe(true);
+    expect(res.text).toEndWith("\r\n\r\nok");
+    expect(up.heads[0]).toStartWith("GET / HTTP/1.0\r\n");
+    const nohost = await talk(port, "GET / HTTP/1.0\r\n\r\n");
+    expect(nohost.text).toStartWith("HTTP/1.1 404 ");
+    expect(nohost.text).toContain("The request named no host.");
+  });
+
+  test("hostile requests get a 4xx page, their connection is closed, and the replica never sees them", async () => {
+    const up = serve((_h, s) => s.write(ok("reached")));
+    route(up);
+    const cases: Array<[string, string]> = [
+      ["GET / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "400"],
+      ["GET / HTTP/1.1\r\nHost: app.test\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcd", "400"],
+      ["GET / HTTP/1.1\r\nHost: app.test\r\nContent-Length: -1\r\n\r\n", "400"],
+      ["GET / HTTP/1.1\r\nHost: app.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "501"],
+      ["GET / HTTP/1.1\r\nHost: app.test\r\nX-Folded: a\r\n b\r\n\r\n", "400"],
+      ["GET / HTTP/1.1\r\nHost : app.test\r\n\r\n", "400"],
+      ["GET / HTTP/1.1\r\nHost: app.test\r\nHost: other.test\r\n\r\n", "400"],
+      ["GET / HTTP/1.1\r\nX-Nul: a\0b\r\nHost: app.test\r\n\r\n", "400"],
+      ["GET  / HTTP/1.1\r\nHost: app.test\r\n\r\n", "400"],
+      ["GET / HTTP/2.0\r\nHost: app.test\r\n\r\n", "400"],
+      ["GET /\r\n\r\n", "400"],
+      ["GET / HTTP/1.1\r\n\r\n", "400"],
+      ["CONNECT app.test:443 HTTP/1.1\r\nHost: app.test\r\n\r\n", "405"],
+      [`GET / HTTP/1.1\r\nHost: app.test\r\nX-Big: ${"x".repeat(70_000)}\r\n\r\n`, "431"],
+    ];
+    for (const [req, status] of cases) {
+      const res = await talk(port, req);
+      expect([JSON.stringify(req.slice(0, 60)), res.text.slice(0, 12), res.closed]).toEqual([JSON.stringify(req.slice(0, 60)), `HTTP/1.1 ${status}`, true]);
+      expect(res.text).toContain("ops ingress");
+    }
+    expect(up.heads).toEqual([]);
+    // The same connection rules for a well-formed request still hold afterwards.
+    expect(await (await fetch(url("/"), { headers: { host: "app.test" } })).text()).toBe("reached");
+  });
+});
+
+describe("http1", () => {
+  test("request heads: framing, close, websocket, the forwarded head", () => {
+    const r = parseRequest("POST /x HTTP/1.1\r\nhost: a.test\r\ncontent-length: 3\r\nconnection: Close", "10.0.0.2");
+    expect([r.method, r.path, r.host, r.body, r.close, r.websocket]).toEqual(["POST", "/x", "a.test", 3, true, false]);
+    expect(r.forward).toBe("POST /x HTTP/1.1\r\nhost: a.test\r\ncontent-length: 3\r\nx-forwarded-for: 10.0.0.2\r\nx-forwarded-proto: http\r\nx-forwarded-host: a.test\r\n\r\n");
+    const ws = parseRequest("GET /s HTTP/1.1\r\nHost: a\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Key: k", "::1");
+    expect(ws.websocket).toBe(true);
+    expect(ws.forward).toBe("GET /s HTTP/1.1\r\nHost: a\r\nSec-WebSocket-Key: k\r\nupgrade: websocket\r\nconnection: upgrade\r\nx-forwarded-for: ::1\r\nx-forwarded-proto: http\r\nx-forwarded-host: a\r\n\r\n");
+    const abs = parseRequest("GET http://b.test/p?q HTTP/1.1\r\nHost: ignored", "1.2.3.4");
+    expect([abs.host, abs.path]).toEqual(["b.test", "/p?q"]);
+    expect(abs.forward).toStartWith("GET /p?q HTTP/1.1\r\nHost: ignored\r\n");
+    expect(parseRequest("GET / HTTP/1.0", "1.2.3.4").close).toBe(true);
+    expect(parseRequest("GET / HTTP/1.0\r\nConnection: keep-alive", "1.2.3.4").close).toBe(false);
+    expect(() => parseRequest("GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked", "x")).toThrow(HttpError);
+  });
+
+  test("response heads: framing and connection fields", () => {
+    expect(parseResponse("HTTP/1.1 200 OK\r\nContent-Length: 5", "GET")).toMatchObject({ status: 200, body: 5, reusable: true, rewritten: null });
+    expect(parseResponse("HTTP/1.1 200 OK\r\nContent-Length: 5", "HEAD").body).toBe(0);
+    expect(parseResponse("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 9", "GET").body).toBe(-1);
+    expect(parseResponse("HTTP/1.1 200 OK", "GET")).toMatchObject({ body: -2, reusable: false });
+    expect(parseResponse("HTTP/1.0 200 OK\r\nContent-Length: 1", "GET").reusable).toBe(false);
+    expect(parseResponse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1", "GET")).toMatchObject({ reusable: true, rewritten: "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n" });
+    expect(parseResponse("HTTP/1.1 200\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\nX-Keep: 2\r\nContent-Length: 0", "GET")).toMatchObject({ reusable: false, rewritten: "HTTP/1.1 200\r\nX-Keep: 2\r\nContent-Length: 0\r\n\r\n" });
+    for (const bad of ["HTTP/1.1 20 OK", "HTTP/2 200 OK", "HTTP/1.1 200 OK\r\nBad Field: x", "HTTP/1.1 200 OK\r\nContent-Length: 1x"]) expect(() => parseResponse(bad, "GET")).toThrow(HttpError);
+  });
+
+  test("the chunked scanner finds the end across any split, and refuses malformed sizes", () => {
+    const body = Buffer.from("4;a=b\r\nwiki\r\n10\r\n0123456789abcdef\r\n0\r\nT: 1\r\n\r\nNEXT");
+    for (let cut = 0; cut <= body.length - 4; cut++) {
+      const sc = new ChunkedScanner();
+      const first = sc.scan(body.subarray(0, cut));
+      const end = first >= 0 ? first : cut + sc.scan(body.subarray(cut));
+      expect(end).toBe(body.length - 4);
+    }
+    for (const bad of ["x\r\n", "4\r\nwikiXX", "\r\n", "1234567890123\r\n"]) expect(() => new ChunkedScanner().scan(Buffer.from(bad))).toThrow(HttpError);
+  });
+});
