@@ -64,6 +64,34 @@ describe("items", () => {
     }
   });
 
+  test("startNow runs an item enqueued without a kick in the same turn under start(); before start() it waits for runDue", async () => {
+    const { db, scheduler } = setup();
+    const seen: string[] = [];
+    scheduler.defineItem("test.handoff", (_p, ctx) => {
+      seen.push(ctx.id);
+    });
+    const early = scheduler.enqueue(db, "test.handoff", {}, { kick: false });
+    scheduler.startNow(early);
+    expect(seen).toEqual([]);
+    expect(item(db, early).state).toBe("pending");
+    scheduler.start();
+    try {
+      await Bun.sleep(20); // the first tick ran the early item
+      expect(seen).toEqual([early]);
+      const id = scheduler.enqueue(db, "test.handoff", {}, { kick: false });
+      scheduler.startNow(id);
+      // Claimed and its handler called before anything awaited: no timer, no tick.
+      expect(seen).toEqual([early, id]);
+      expect(item(db, id).attempts).toBe(1);
+      scheduler.startNow(id); // taken already: left alone
+      await Bun.sleep(20);
+      expect(seen).toEqual([early, id]);
+      expect(item(db, id).state).toBe("done");
+    } finally {
+      await scheduler.stop(1000);
+    }
+  });
+
   test("run when due by the clock, with their payload", async () => {
     const { db, clock, scheduler } = setup();
     const seen: Array<{ payload: unknown; ctx: ItemContext }> = [];

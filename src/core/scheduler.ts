@@ -42,6 +42,11 @@ export interface EnqueueOptions {
   /** A second enqueue with the same key while the first is not finished is a no-op. */
   dedupeKey?: string;
   maxAttempts?: number;
+  /**
+   * False when the caller starts the item itself once its transaction committed (`startNow`), so
+   * no kick looks for it. Default true.
+   */
+  kick?: boolean;
 }
 
 export interface SchedulerOptions {
@@ -104,6 +109,7 @@ export class Scheduler {
    * Under `ops serve`, run due work now rather than at the next tick. Called by `enqueue` for work
    * due at once: the timer fires after the enqueueing transaction (synchronous) has committed, so
    * the item is there to claim (or gone with a rollback). Kicks in one turn of the loop coalesce.
+   * Tasks are not looked at: they fall due by the clock, which the tick follows.
    */
   private kick(): void {
     if (!this.started || this.stopping || this.kickPending) return;
@@ -111,8 +117,25 @@ export class Scheduler {
     setTimeout(() => {
       this.kickPending = false;
       if (this.stopping) return;
-      this.runDue({ wait: false }).catch((e) => this.log.warn("scheduler kick failed", { err: (e as Error).message }));
+      this.runDue({ wait: false, tasks: false }).catch((e) => this.log.warn("scheduler kick failed", { err: (e as Error).message }));
     }, 0);
+  }
+
+  /**
+   * Under `ops serve`, claim item `id` and start it now, in this turn, when a slot is free; else
+   * a kick runs it as soon as one is. For a caller that enqueued the item (with `kick: false`) in
+   * a transaction that has committed and has nothing left to do before the item runs, e.g. a build
+   * step handing over to the next: no timer, no search for due work. An item that is not pending
+   * and due (taken by another worker, gone) is left alone. Outside `ops serve` it does nothing:
+   * tests run items with `runDue`.
+   */
+  startNow(id: string): void {
+    if (!this.started || this.stopping) return;
+    if (this.running.size >= this.concurrency) {
+      this.kick();
+      return;
+    }
+    this.track(this.runItem(id));
   }
 
   /** Register the handler for items of `kind` (stable id `domain.item-name`). */
@@ -164,7 +187,7 @@ export class Scheduler {
         createdAt: now,
       })
       .run();
-    if ((opts.runAt ?? now) <= now) this.kick();
+    if ((opts.runAt ?? now) <= now && opts.kick !== false) this.kick();
     return id;
   }
 
@@ -198,17 +221,18 @@ export class Scheduler {
   }
 
   /**
-   * Run every task and item due at the clock's now. With `wait` (the default, for tests) it
-   * resolves when they finished, including items they enqueued that are due too.
+   * Run every task and item due at the clock's now (items only with `tasks: false`). With `wait`
+   * (the default, for tests) it resolves when they finished, including items they enqueued that
+   * are due too.
    * Returns how many ran.
    */
-  async runDue(opts: { wait?: boolean } = {}): Promise<number> {
+  async runDue(opts: { wait?: boolean; tasks?: boolean } = {}): Promise<number> {
     const wait = opts.wait ?? true;
     let ran = 0;
     for (let round = 0; round < 20; round++) {
       const started: Promise<void>[] = [];
       const now = this.clock.now();
-      for (const [id] of this.tasks) {
+      for (const [id] of opts.tasks === false ? [] : this.tasks) {
         const due = this.db
           .select({ id: schedulerTasks.id })
           .from(schedulerTasks)

@@ -23,9 +23,13 @@ export interface StepPayload {
   state: BuildState;
 }
 
-/** Enqueue the item that runs `state` of a build and make it the build's owner (inside `t`). */
-export function enqueueStep(core: Core, t: Tx, buildId: number, state: BuildState): string {
-  const item = core.scheduler.enqueue(t, STEP_ITEM, { build: buildId, state } satisfies StepPayload, { maxAttempts: 1 });
+/**
+ * Enqueue the item that runs `state` of a build and make it the build's owner (inside `t`). With
+ * `startNow`, the caller starts the item itself once `t` committed (`core.scheduler.startNow`);
+ * otherwise the scheduler's kick finds it.
+ */
+export function enqueueStep(core: Core, t: Tx, buildId: number, state: BuildState, opts: { startNow?: boolean } = {}): string {
+  const item = core.scheduler.enqueue(t, STEP_ITEM, { build: buildId, state } satisfies StepPayload, { maxAttempts: 1, kick: !opts.startNow });
   t.update(builds).set({ stepItem: item }).where(eq(builds.id, buildId)).run();
   return item;
 }
@@ -68,23 +72,24 @@ export function workingCount(q: Queryable): number {
 }
 
 /**
- * Start queued builds while slots are free: each moves to `cloning` with its first step item.
- * Returns the ids started. Safe to call any time (after a queue, a finish, a start-up).
+ * Start queued builds while slots are free: each moves to `cloning` with its first step item,
+ * which starts at once under `ops serve`. Returns the ids started. Safe to call any time (after a
+ * queue, a finish, a start-up), outside a transaction.
  */
 export function dispatchBuilds(core: Core): number[] {
   const started = tx(core.db, (t) => {
-    const started: number[] = [];
+    const started: Array<{ id: number; item: string }> = [];
     let free = core.config.buildConcurrency - workingCount(t);
     while (free > 0) {
       const next = pickNext(t);
       if (!next) break;
       const seq = (t.select({ n: sql<number>`coalesce(max(${builds.dispatchSeq}), 0)` }).from(builds).get()?.n ?? 0) + 1;
       t.update(builds).set({ status: "cloning", startedAt: core.clock.now(), dispatchSeq: seq }).where(eq(builds.id, next.id)).run();
-      enqueueStep(core, t, next.id, "cloning");
-      started.push(next.id);
+      started.push({ id: next.id, item: enqueueStep(core, t, next.id, "cloning", { startNow: true }) });
       free--;
     }
     return started;
   });
-  return started;
+  for (const s of started) core.scheduler.startNow(s.item);
+  return started.map((s) => s.id);
 }

@@ -81,6 +81,7 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
   const drainWatch = def.killsProcesses ? setInterval(() => core.state.draining && abortLive(core, row.id, "shutdown"), 250) : null;
   const log = openBuildLog(core, row.id);
   let result: StepDone | StepFailure;
+  let next: string | null = null;
   try {
     const work = def.run({ core, row: buildById(core.db, row.id)!, step: def.step, log, signal: controller.signal, workDir: workDirOf(core, row.id) });
     // The builder bounds its own commands; the other steps get the same limit here.
@@ -98,13 +99,17 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
     if (result instanceof StepFailure) log.add(def.step, "error", `${def.step} failed (${result.kind}): ${result.message}`);
     else if (result.cancelled) log.add(def.step, "warn", live.why === "shutdown" ? "ops is shutting down: the step's processes were stopped" : "cancelled: the step's processes were stopped");
     log.close(def.step);
-    await advance(core, row.id, def, result, live.why);
+    next = await advance(core, row.id, def, result, live.why);
   } catch (e) {
     core.log.error("build step not recorded", { build: row.id, step: def.step, err: e });
   } finally {
-    liveSteps(core).delete(row.id);
+    // The entry may already be the next step's, when something started it before this cleanup.
+    if (liveSteps(core).get(row.id) === live) liveSteps(core).delete(row.id);
     settled.resolve();
   }
+  // The hand-over: the next step's item (committed with this step's result) starts in this turn
+  // rather than when a timer and a search for due work find it.
+  if (next) core.scheduler.startNow(next);
 }
 
 /**
@@ -139,13 +144,16 @@ function deployDecision(core: Core, row: BuildRow): { deploy: true } | { deploy:
   return { deploy: true };
 }
 
-/** Record a step's result and move the build on (next state, deploying, or an end). */
-async function advance(core: Core, buildId: number, def: StepDef, result: StepDone | StepFailure, aborted: LiveStep["why"]): Promise<void> {
+/**
+ * Record a step's result and move the build on (next state, deploying, or an end). Returns the
+ * item of the build's next state, for the caller to start once it is done with this step.
+ */
+async function advance(core: Core, buildId: number, def: StepDef, result: StepDone | StepFailure, aborted: LiveStep["why"]): Promise<string | null> {
   const from = [def.state];
   if (result instanceof StepFailure) {
     const ended = endBuild(core, buildId, from, { status: "failed", failureKind: result.kind, error: result.message, step: def.step, ok: false, note: result.kind });
     if (ended) await afterEnd(core, ended);
-    return;
+    return null;
   }
   if (result.cancelled) {
     const end =
@@ -154,7 +162,7 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
         : ({ status: "cancelled", step: def.step, ok: false, note: "cancelled" } as const);
     const ended = endBuild(core, buildId, from, end);
     if (ended) await afterEnd(core, ended);
-    return;
+    return null;
   }
   const moved = tx(core.db, (t) => {
     const row = buildById(t, buildId);
@@ -174,30 +182,29 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
     if (row.cancelRequested) return { ended: endBuildIn(core, t, buildId, from, { status: "cancelled" }) };
     if (next) {
       t.update(builds).set({ status: next }).where(eq(builds.id, buildId)).run();
-      enqueueStep(core, t, buildId, next);
-      return { next };
+      return { next, item: enqueueStep(core, t, buildId, next, { startNow: true }) };
     }
     if (row.kind === "publish") return { ended: endBuildIn(core, t, buildId, from, { status: "published" }) };
     const decision = deployDecision(core, row);
     if (decision.deploy) {
       t.update(builds).set({ status: "deploying" }).where(eq(builds.id, buildId)).run();
-      enqueueStep(core, t, buildId, "deploying");
-      return { next: "deploying" as const };
+      return { next: "deploying" as const, item: enqueueStep(core, t, buildId, "deploying", { startNow: true }) };
     }
     const now = core.clock.now();
     return { ended: endBuildIn(core, t, buildId, from, { status: "healthy", more: [{ step: "deploy", startedAt: now, finishedAt: now, note: decision.why }] }) };
   });
-  if (!moved) return;
+  if (!moved) return null;
   if ("ended" in moved && moved.ended?.status === "healthy") {
     const note = timingsOf(moved.ended).at(-1)?.note;
     if (note) appendLines(core, buildId, "deploy", [["info", note]]);
   }
   if ("ended" in moved) {
     if (moved.ended) await afterEnd(core, moved.ended);
-    return;
+    return null;
   }
   // The builder's slot is free while the rollout runs.
   if (moved.next === "deploying") dispatchBuilds(core);
+  return moved.item;
 }
 
 function deployableOf(row: BuildRow): DeployableBuild {
