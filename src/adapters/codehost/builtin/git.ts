@@ -16,12 +16,14 @@ export interface GitEnvOptions {
   maxPushBytes: number;
   /** Extra variables (CGI variables, a temporary index …). */
   extra?: Record<string, string>;
+  /** Which of ops's hooks run (`hooksDir`); default all. */
+  hooks?: HookSet;
 }
 
 /** The environment of every git child ops starts. */
 export function gitEnv(opts: GitEnvOptions): Record<string, string> {
   const config: Array<[string, string]> = [
-    ["core.hooksPath", hooksDir(opts.root)],
+    ["core.hooksPath", hooksDir(opts.root, opts.hooks)],
     ["receive.maxInputSize", String(opts.maxPushBytes)],
     ["receive.fsckObjects", "true"],
     ["http.receivepack", "true"],
@@ -47,9 +49,16 @@ export function gitEnv(opts: GitEnvOptions): Record<string, string> {
   return { ...env, ...opts.extra };
 }
 
-/** Where ops keeps the hooks every built-in repository runs. */
-export function hooksDir(root: string): string {
-  return path.join(root, ".hooks");
+/**
+ * The hooks a git child runs: `all` (post-receive and the update hook that refuses release tags),
+ * or `push-log` (post-receive only), for a push whose update hook would pass every ref anyway
+ * (the pusher may publish packages): one shell less per updated ref.
+ */
+export type HookSet = "all" | "push-log";
+
+/** Where ops keeps the hooks every built-in repository runs (installHooks writes both sets). */
+export function hooksDir(root: string, set: HookSet = "all"): string {
+  return path.join(root, set === "all" ? ".hooks" : ".hooks-push-log");
 }
 
 export interface GitResult {

@@ -144,7 +144,8 @@ async function serveCgi(core: Core, deps: GitHttpDeps, req: { request: Request; 
   }
 
   const proc = Bun.spawn(["git", "http-backend"], {
-    env: gitEnv({ root: deps.root, maxPushBytes: core.config.gitMaxPushBytes, extra: cgi }),
+    // Without a tag to refuse, the update hook would pass every ref: it is not run at all.
+    env: gitEnv({ root: deps.root, maxPushBytes: core.config.gitMaxPushBytes, extra: cgi, hooks: refusedLog ? "all" : "push-log" }),
     cwd: deps.root,
     stdin: request.method === "POST" && request.body ? request.body : "ignore",
     stdout: "pipe",

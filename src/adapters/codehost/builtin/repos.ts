@@ -7,7 +7,7 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { OpsError } from "../../../core/errors";
-import { git, gitEnv, hooksDir } from "./git";
+import { git, gitEnv, hooksDir, type HookSet } from "./git";
 
 /** Project slugs (the owners of built-in repositories). */
 export const OWNER_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -100,11 +100,15 @@ export async function initRepo(root: string, full: string, maxPushBytes: number)
 /**
  * The post-receive hook every built-in repository runs: it appends the ref updates git hands it
  * (`<old> <new> <ref>` lines) to the file the receiving request named, so ops reports exactly the
- * refs this push wrote, after they were written.
+ * refs this push wrote, after they were written. Shell builtins only: no process beside the shell.
  */
 const POST_RECEIVE = `#!/bin/sh
 # Written by ops: report the updated refs to the request that received this push.
-if [ -n "$OPS_PUSH_LOG" ]; then cat >> "$OPS_PUSH_LOG"; else cat > /dev/null; fi
+if [ -n "$OPS_PUSH_LOG" ]; then
+  while IFS= read -r line; do printf '%s\\n' "$line"; done >> "$OPS_PUSH_LOG"
+else
+  while IFS= read -r line; do :; done
+fi
 exit 0
 `;
 
@@ -129,13 +133,23 @@ echo "$OPS_TAG_REFUSAL" >&2
 exit 1
 `;
 
-/** Write ops's hooks directory (at every start, so an upgrade replaces old hooks). */
+const HOOK_SETS: Record<HookSet, Array<[string, string]>> = {
+  all: [
+    ["post-receive", POST_RECEIVE],
+    ["update", UPDATE],
+  ],
+  "push-log": [["post-receive", POST_RECEIVE]],
+};
+
+/** Write ops's hooks directories (at every start, so an upgrade replaces old hooks). */
 export function installHooks(root: string): void {
-  const dir = hooksDir(root);
-  mkdirSync(dir, { recursive: true, mode: 0o755 });
-  for (const [name, text] of [["post-receive", POST_RECEIVE], ["update", UPDATE]] as const) {
-    const hook = path.join(dir, name);
-    writeFileSync(hook, text, { mode: 0o755 });
-    chmodSync(hook, 0o755);
+  for (const [set, hooks] of Object.entries(HOOK_SETS) as Array<[HookSet, Array<[string, string]>]>) {
+    const dir = hooksDir(root, set);
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    for (const [name, text] of hooks) {
+      const hook = path.join(dir, name);
+      writeFileSync(hook, text, { mode: 0o755 });
+      chmodSync(hook, 0o755);
+    }
   }
 }
