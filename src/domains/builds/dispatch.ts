@@ -24,13 +24,17 @@ export interface StepPayload {
 }
 
 /**
- * Enqueue the item that runs `state` of a build and make it the build's owner (inside `t`). With
- * `startNow`, the caller starts the item itself once `t` committed (`core.scheduler.startNow`);
- * otherwise the scheduler's kick finds it.
+ * Enqueue the item that runs `state` of a build and make it the build's owner (inside `t`), with
+ * the row's other fields in `set` written by the same update. With `startNow`, the caller starts
+ * the item itself once `t` committed (`core.scheduler.startNow`); otherwise the scheduler's kick
+ * finds it.
  */
-export function enqueueStep(core: Core, t: Tx, buildId: number, state: BuildState, opts: { startNow?: boolean } = {}): string {
+export function enqueueStep(core: Core, t: Tx, buildId: number, state: BuildState, opts: { startNow?: boolean; set?: Partial<typeof builds.$inferInsert> } = {}): string {
   const item = core.scheduler.enqueue(t, STEP_ITEM, { build: buildId, state } satisfies StepPayload, { maxAttempts: 1, kick: !opts.startNow });
-  t.update(builds).set({ stepItem: item }).where(eq(builds.id, buildId)).run();
+  t.update(builds)
+    .set({ ...opts.set, stepItem: item })
+    .where(eq(builds.id, buildId))
+    .run();
   return item;
 }
 
@@ -84,8 +88,7 @@ export function dispatchBuilds(core: Core): number[] {
       const next = pickNext(t);
       if (!next) break;
       const seq = (t.select({ n: sql<number>`coalesce(max(${builds.dispatchSeq}), 0)` }).from(builds).get()?.n ?? 0) + 1;
-      t.update(builds).set({ status: "cloning", startedAt: core.clock.now(), dispatchSeq: seq }).where(eq(builds.id, next.id)).run();
-      started.push({ id: next.id, item: enqueueStep(core, t, next.id, "cloning", { startNow: true }) });
+      started.push({ id: next.id, item: enqueueStep(core, t, next.id, "cloning", { startNow: true, set: { status: "cloning", startedAt: core.clock.now(), dispatchSeq: seq } }) });
       free--;
     }
     return started;

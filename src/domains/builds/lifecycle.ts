@@ -66,11 +66,11 @@ export function cacheDirOf(core: Core, row: Pick<BuildRow, "projectId" | "enviro
   return path.join(reachableDir(core.config.dataDir, "cache", "builds", row.projectId, row.environment), row.service);
 }
 
-/** Open a timing for `step` (it runs now). */
-export function openTiming(core: Core, t: Tx, row: BuildRow, step: StepName): void {
+/** Open a timing for `step` (it runs now); returns the row as it is now. */
+export function openTiming(core: Core, t: Tx, row: BuildRow, step: StepName): BuildRow {
   const timings = timingsOf(row).filter((s) => !(s.step === step && s.finishedAt === undefined));
   timings.push({ step, startedAt: core.clock.now() });
-  t.update(builds).set({ stepTimings: JSON.stringify(timings) }).where(eq(builds.id, row.id)).run();
+  return t.update(builds).set({ stepTimings: JSON.stringify(timings) }).where(eq(builds.id, row.id)).returning().get()!;
 }
 
 /** Timings with `step`'s open timing closed (or a closed one added when it never opened). */

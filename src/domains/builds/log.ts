@@ -51,10 +51,11 @@ export class BuildLog {
   constructor(
     private readonly core: Core,
     private readonly buildId: number,
+    known?: Pick<BuildRow, "kind" | "projectId" | "environment" | "service">,
   ) {
     const last = core.db.select({ n: sql<number>`coalesce(max(${buildLogLines.seq}), 0)` }).from(buildLogLines).where(eq(buildLogLines.buildId, buildId)).get();
     this.seq = last?.n ?? 0;
-    const row = buildById(core.db, buildId);
+    const row = known ?? buildById(core.db, buildId);
     // A publish build belongs to no service: its lines stay in ops.db only.
     this.platform = row && row.kind === "image" ? { project: row.projectId, environment: row.environment, service: row.service, target: `ops.build/${buildId}` } : null;
   }
@@ -79,7 +80,7 @@ export class BuildLog {
     const batch = this.buf;
     this.buf = [];
     tx(this.core.db, (t) => {
-      for (const row of batch) t.insert(buildLogLines).values(row).run();
+      t.insert(buildLogLines).values(batch).run();
       t.update(builds).set({ logLines: this.seq }).where(eq(builds.id, this.buildId)).run();
     });
     if (this.platform) {
@@ -102,11 +103,14 @@ export class BuildLog {
   }
 }
 
-/** The build's log writer: the open one (a step running), else a new one, open until closed. */
-export function openBuildLog(core: Core, buildId: number): BuildLog {
+/**
+ * The build's log writer: the open one (a step running), else a new one, open until closed.
+ * `row` spares a read of the build when the caller has it.
+ */
+export function openBuildLog(core: Core, buildId: number, row?: BuildRow): BuildLog {
   const logs = openLogs(core);
   let log = logs.get(buildId);
-  if (!log) logs.set(buildId, (log = new BuildLog(core, buildId)));
+  if (!log) logs.set(buildId, (log = new BuildLog(core, buildId, row)));
   return log;
 }
 

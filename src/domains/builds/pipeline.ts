@@ -74,16 +74,16 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
   const settled = Promise.withResolvers<void>();
   const live: LiveStep = { controller, why: null, done: settled.promise };
   liveSteps(core).set(row.id, live);
-  tx(core.db, (t) => openTiming(core, t, row, def.step));
+  const current = tx(core.db, (t) => openTiming(core, t, row, def.step));
   // The host hears of the new state in the background (in order); the build's end waits for it.
   void reportToHost(core, row.id);
   // A server that starts draining stops its process steps at once rather than after the grace period.
   const drainWatch = def.killsProcesses ? setInterval(() => core.state.draining && abortLive(core, row.id, "shutdown"), 250) : null;
-  const log = openBuildLog(core, row.id);
+  const log = openBuildLog(core, row.id, current);
   let result: StepDone | StepFailure;
   let next: string | null = null;
   try {
-    const work = def.run({ core, row: buildById(core.db, row.id)!, step: def.step, log, signal: controller.signal, workDir: workDirOf(core, row.id) });
+    const work = def.run({ core, row: current, step: def.step, log, signal: controller.signal, workDir: workDirOf(core, row.id) });
     // The builder bounds its own commands; the other steps get the same limit here.
     result = def.killsProcesses ? await work : await withinStepLimit(work, core.config.buildStepTimeoutSecs, def.step);
   } catch (e) {
@@ -175,21 +175,21 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
       timings.push({ step: "checks", startedAt: now, finishedAt: now, note: NO_CHECKS });
       next = "building";
     }
-    t.update(builds)
-      .set({ ...result.set, stepTimings: JSON.stringify(timings) })
-      .where(eq(builds.id, buildId))
-      .run();
-    if (row.cancelRequested) return { ended: endBuildIn(core, t, buildId, from, { status: "cancelled" }) };
-    if (next) {
-      t.update(builds).set({ status: next }).where(eq(builds.id, buildId)).run();
-      return { next, item: enqueueStep(core, t, buildId, next, { startNow: true }) };
+    const recorded = { ...result.set, stepTimings: JSON.stringify(timings) };
+    const record = () => t.update(builds).set(recorded).where(eq(builds.id, buildId)).run();
+    if (row.cancelRequested) {
+      record();
+      return { ended: endBuildIn(core, t, buildId, from, { status: "cancelled" }) };
     }
-    if (row.kind === "publish") return { ended: endBuildIn(core, t, buildId, from, { status: "published" }) };
+    // Moving on: the step's result, the next state and its item are one write of the row.
+    if (next) return { next, item: enqueueStep(core, t, buildId, next, { startNow: true, set: { ...recorded, status: next } }) };
+    if (row.kind === "publish") {
+      record();
+      return { ended: endBuildIn(core, t, buildId, from, { status: "published" }) };
+    }
     const decision = deployDecision(core, row);
-    if (decision.deploy) {
-      t.update(builds).set({ status: "deploying" }).where(eq(builds.id, buildId)).run();
-      return { next: "deploying" as const, item: enqueueStep(core, t, buildId, "deploying", { startNow: true }) };
-    }
+    if (decision.deploy) return { next: "deploying" as const, item: enqueueStep(core, t, buildId, "deploying", { startNow: true, set: { ...recorded, status: "deploying" } }) };
+    record();
     const now = core.clock.now();
     return { ended: endBuildIn(core, t, buildId, from, { status: "healthy", more: [{ step: "deploy", startedAt: now, finishedAt: now, note: decision.why }] }) };
   });
