@@ -31,6 +31,8 @@ export function gitEnv(opts: GitEnvOptions): Record<string, string> {
     ["uploadpack.allowFilter", "true"],
     ["core.logAllRefUpdates", "false"],
     ["gc.auto", "0"],
+    // With gc.auto 0 the `git gc --auto` receive-pack starts after every push does nothing: not started.
+    ["receive.autogc", "false"],
   ];
   const env: Record<string, string> = {
     PATH,
