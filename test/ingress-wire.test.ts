@@ -11,7 +11,7 @@
 import { describe, test, expect, afterEach, beforeEach } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
 import { createIngress, type Ingress } from "../src/adapters/ingress/ingress";
-import { ChunkedScanner, HttpError, parseRequest, parseResponse } from "../src/adapters/ingress/http1";
+import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponse } from "../src/adapters/ingress/http1";
 
 interface Raw {
   port: number;
@@ -291,6 +291,18 @@ describe("responses", () => {
 });
 
 describe("requests", () => {
+  test("bytes above 0x7f in a field value or the target reach the replica unchanged", async () => {
+    const up = serve((_h, s) => s.write(ok("ok")));
+    route(up);
+    const head = Buffer.concat([Buffer.from("GET /caf"), Buffer.from([0xc3, 0xa9]), Buffer.from(" HTTP/1.1\r\nHost: app.test\r\nX-Latin: caf"), Buffer.from([0xe9]), Buffer.from("\r\nX-Utf: "), Buffer.from("é✓"), Buffer.from("\r\n\r\n")]);
+    await talk(port, head, (g) => g.endsWith("ok"));
+    await talk(port, Buffer.concat([head.subarray(0, head.length - 2), Buffer.from("Connection: keep-alive\r\n\r\n")]), (g) => g.endsWith("ok"));
+    for (const seen of up.heads) {
+      expect(Buffer.from(seen, "latin1").subarray(0, head.length - 4)).toEqual(head.subarray(0, head.length - 4));
+    }
+    expect(up.heads.length).toBe(2);
+  });
+
   test("bodies with a length and chunked bodies reach the replica byte for byte; pipelined requests are answered in order", async () => {
     const up = serve((head, s, n) => s.write(ok(`r${n}`)));
     route(up);
@@ -393,6 +405,10 @@ describe("http1", () => {
     const r = parseRequest("POST /x HTTP/1.1\r\nhost: a.test\r\ncontent-length: 3\r\nconnection: Close", "10.0.0.2");
     expect([r.method, r.path, r.host, r.body, r.close, r.websocket]).toEqual(["POST", "/x", "a.test", 3, true, false]);
     expect(r.forward).toBe("POST /x HTTP/1.1\r\nhost: a.test\r\ncontent-length: 3\r\nx-forwarded-for: 10.0.0.2\r\nx-forwarded-proto: http\r\nx-forwarded-host: a.test\r\n\r\n");
+    const plain = parseRequest("GET /x HTTP/1.1\r\nHost: a.test\r\nAccept: */*", "10.0.0.2");
+    expect(plain.forward).toBeNull();
+    expect(forwardedFields(null, "10.0.0.2", plain.host)).toBe("\r\nx-forwarded-for: 10.0.0.2\r\nx-forwarded-proto: http\r\nx-forwarded-host: a.test\r\n\r\n");
+    expect(forwardedFields("1.1.1.1", "10.0.0.2", null)).toBe("\r\nx-forwarded-for: 1.1.1.1, 10.0.0.2\r\nx-forwarded-proto: http\r\n\r\n");
     const ws = parseRequest("GET /s HTTP/1.1\r\nHost: a\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Key: k", "::1");
     expect(ws.websocket).toBe(true);
     expect(ws.forward).toBe("GET /s HTTP/1.1\r\nHost: a\r\nSec-WebSocket-Key: k\r\nupgrade: websocket\r\nconnection: upgrade\r\nx-forwarded-for: ::1\r\nx-forwarded-proto: http\r\nx-forwarded-host: a\r\n\r\n");

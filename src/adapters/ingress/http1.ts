@@ -16,6 +16,8 @@ for (const ch of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJK
  * the colon, no obs-fold, no bare CR or LF, no NUL or other controls but tab).
  */
 const FIELD_LINES = /(?:\r\n[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*)*$/y;
+/** The same, ASCII only (most heads): such a head can be written as a string. */
+const ASCII_FIELD_LINES = /(?:\r\n[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e]*)*$/y;
 /** Request fields the ingress drops or replaces (hop-by-hop ones, RFC 9110 §7.6.1, and the X-Forwarded-* it sets). */
 const REQUEST_DROP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization", "proxy-authenticate", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"]);
 /** Response fields that describe the replica's connection, not the client's. */
@@ -187,26 +189,33 @@ export interface RequestHead {
   close: boolean;
   /** An `Upgrade: websocket` request. */
   websocket: boolean;
-  /** The head sent to the replica, blank line included. */
-  forward: string;
+  /** The head is ASCII (no obs-text bytes): its string form is its bytes. */
+  ascii: boolean;
+  /**
+   * The head sent to the replica, X-Forwarded-* fields and blank line included, when it differs
+   * from the head received; null: the head as received, then `forwardedFields(null, ip, host)`.
+   */
+  forward: string | null;
 }
 
-/** The request line's parts: [method end, target end, minor version char], or null when malformed. */
-function requestLine(head: string, eol: number): [number, number, number] | null {
+/** The request line's parts: [method end, target end, minor version char, 1 if ASCII], or null when malformed. */
+function requestLine(head: string, eol: number): [number, number, number, number] | null {
   let i = 0;
   while (i < eol && TCHAR[head.charCodeAt(i)] === 1) i++;
   if (i === 0 || head.charCodeAt(i) !== 32) return null;
   const m = i;
   i++;
   const t = i;
+  let ascii = 1;
   for (; i < eol; i++) {
     const c = head.charCodeAt(i);
     if (c <= 32 || c === 127 || c > 255) break;
+    if (c > 127) ascii = 0;
   }
   if (i === t || head.charCodeAt(i) !== 32 || eol - i !== 9 || !head.startsWith(" HTTP/1.", i)) return null;
   const minor = head.charCodeAt(i + 8);
   if (minor !== 48 && minor !== 49) return null;
-  return [m, i, minor];
+  return [m, i, minor, ascii];
 }
 
 /**
@@ -220,9 +229,14 @@ export function parseRequest(head: string, ip: string): RequestHead {
   const eol = nl < 0 ? head.length : nl;
   const line = requestLine(head, eol);
   if (!line) throw new HttpError(400, "the request line is malformed");
+  let ascii = line[3] === 1;
   if (nl >= 0) {
-    FIELD_LINES.lastIndex = nl;
-    if (!FIELD_LINES.test(head)) throw new HttpError(400, "a header field is malformed");
+    ASCII_FIELD_LINES.lastIndex = nl;
+    if (!ASCII_FIELD_LINES.test(head)) {
+      FIELD_LINES.lastIndex = nl;
+      if (!FIELD_LINES.test(head)) throw new HttpError(400, "a header field is malformed");
+      ascii = false;
+    }
   }
   const method = head.slice(0, line[0]);
   const sent = head.slice(line[0] + 1, line[1]);
@@ -258,17 +272,25 @@ export function parseRequest(head: string, ip: string): RequestHead {
   const close = http10 ? !hasToken(connection, "keep-alive") : hasToken(connection, "close");
   const websocket = !http10 && hasToken(f?.upgrade ?? null, "websocket") && hasToken(connection, "upgrade");
 
-  let out: string;
-  if (f?.rewrite) {
-    const extra = connection === null ? null : new Set(tokens(connection));
-    out = without(head, nl, (name) => name !== "host" && (REQUEST_DROP.has(name) || (extra !== null && extra.has(name))));
-    if (websocket) out += "\r\nupgrade: websocket\r\nconnection: upgrade";
-  } else out = head;
-  if (target !== sent) out = `${method} ${target}${out.slice(line[1])}`;
-  const prior = f?.forwardedFor;
-  out += prior ? `\r\nx-forwarded-for: ${prior}, ${ip}\r\nx-forwarded-proto: http` : `\r\nx-forwarded-for: ${ip}\r\nx-forwarded-proto: http`;
-  out += host ? `\r\nx-forwarded-host: ${host}\r\n\r\n` : "\r\n\r\n";
-  return { method, target, path, http10, host, body, close, websocket, forward: out };
+  // Most heads go out as they came, followed by forwardedFields (the caller appends them to the
+  // bytes it has); the others are rebuilt here.
+  let forward: string | null = null;
+  if (f?.rewrite || target !== sent) {
+    let out = head;
+    if (f?.rewrite) {
+      const extra = connection === null ? null : new Set(tokens(connection));
+      out = without(head, nl, (name) => name !== "host" && (REQUEST_DROP.has(name) || (extra !== null && extra.has(name))));
+      if (websocket) out += "\r\nupgrade: websocket\r\nconnection: upgrade";
+    }
+    if (target !== sent) out = `${method} ${target}${out.slice(line[1])}`;
+    forward = out + forwardedFields(f?.forwardedFor ?? null, ip, host);
+  }
+  return { method, target, path, http10, host, body, close, websocket, ascii, forward };
+}
+
+/** The X-Forwarded-* fields and the blank line that ends a forwarded head (`prior`: the client's own X-Forwarded-For). */
+export function forwardedFields(prior: string | null, ip: string, host: string | null): string {
+  return `\r\nx-forwarded-for: ${prior ? `${prior}, ${ip}` : ip}\r\nx-forwarded-proto: http${host ? `\r\nx-forwarded-host: ${host}` : ""}\r\n\r\n`;
 }
 
 export interface ResponseHead {

@@ -27,7 +27,7 @@ import type { Socket, TCPSocketListener } from "bun";
 import type { Logger } from "../../core/log";
 import { compileTable, lookup, normaliseHost, serviceKey, type CompiledTable, type RouteConflict, type ServiceEntry, type ServiceRef, type Target, type TargetUpstream } from "./table";
 import { badGatewayPage, badRequestPage, notRoutedPage, pageBytes, type Page } from "./pages";
-import { ChunkedScanner, HttpError, parseRequest, parseResponse, type RequestHead, type ResponseHead } from "./http1";
+import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponse, type RequestHead, type ResponseHead } from "./http1";
 
 export interface IngressOptions {
   log?: Logger;
@@ -98,12 +98,16 @@ interface Client {
   ended: boolean;
   closed: boolean;
   paused: boolean;
+  /** The X-Forwarded-* fields of the last request, and the Host they were made for (a connection mostly repeats it). */
+  fields: string | null;
+  fieldsHost: string | null;
 }
 
 interface Exchange {
   client: Client;
   req: RequestHead;
-  forward: Buffer;
+  /** The head sent to the replica: a string when it is ASCII (written as is, the cheapest), else its bytes. */
+  forward: string | Buffer;
   target: Target;
   /** Replicas to try, in order, and the next one's index. */
   ups: readonly TargetUpstream[];
@@ -246,15 +250,16 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     }
   }
 
-  function writeConn(u: Conn, bytes: Uint8Array): void {
+  /** Write to the replica (a string only when ASCII), keeping what the socket did not take and pausing the client meanwhile. */
+  function writeConn(u: Conn, bytes: Uint8Array | string): void {
     if (u.closed) return;
     if (u.out) {
-      u.out = Buffer.concat([u.out, bytes]);
+      u.out = Buffer.concat([u.out, typeof bytes === "string" ? Buffer.from(bytes, "latin1") : bytes]);
       return;
     }
     const n = u.socket.write(bytes);
     if (n >= 0 && n < bytes.length) {
-      u.out = Buffer.from(bytes.subarray(n));
+      u.out = typeof bytes === "string" ? Buffer.from(bytes.slice(n), "latin1") : Buffer.from(bytes.subarray(n));
       const c = u.ex?.client ?? u.tunnel;
       if (c) clientFlow(c);
     }
@@ -289,18 +294,28 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
         return;
       }
       let req: RequestHead;
+      const head = buf.toString("latin1", 0, end);
       try {
-        req = parseRequest(buf.toString("latin1", 0, end), c.ip);
+        req = parseRequest(head, c.ip);
       } catch (e) {
         respond(c, e instanceof HttpError ? badRequestPage(e.status, e.message) : badRequestPage(400, "it could not be read"), null);
         return;
       }
       c.buf = end + 4 < buf.length ? buf.subarray(end + 4) : null;
-      start(c, req);
+      let forward: string;
+      if (req.forward !== null) forward = req.forward;
+      else {
+        if (c.fields === null || c.fieldsHost !== req.host) {
+          c.fields = forwardedFields(null, c.ip, req.host);
+          c.fieldsHost = req.host;
+        }
+        forward = head + c.fields;
+      }
+      start(c, req, req.ascii ? forward : Buffer.from(forward, "latin1"));
     }
   }
 
-  function start(c: Client, req: RequestHead): void {
+  function start(c: Client, req: RequestHead, forward: string | Buffer): void {
     if (stopping) req.close = true;
     const host = hostOf(req.host);
     const target = lookup(current, host, req.path);
@@ -317,7 +332,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     const ex: Exchange = {
       client: c,
       req,
-      forward: Buffer.from(req.forward, "latin1"),
+      forward,
       target,
       ups,
       next: 0,
@@ -408,10 +423,10 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     ex.up = u;
     u.ex = ex;
     u.buf = null;
-    let bytes: Uint8Array = ex.forward;
+    let bytes: Uint8Array | string = ex.forward;
     if (!ex.reqDone && c.buf) {
       const end = bodyEnd(ex, c.buf, 0);
-      bytes = Buffer.concat([ex.forward, c.buf.subarray(0, end)]);
+      bytes = Buffer.concat([typeof ex.forward === "string" ? Buffer.from(ex.forward, "latin1") : ex.forward, c.buf.subarray(0, end)]);
       c.buf = end < c.buf.length ? c.buf.subarray(end) : null;
     }
     writeConn(u, bytes);
@@ -480,18 +495,17 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
         if (res.body > 0) ex.resLeft = res.body;
         else if (res.body === -1) ex.resChunks = new ChunkedScanner();
         if (!res.reusable) u.reusable = false;
-        if (res.rewritten !== null) {
-          writeClient(c, Buffer.from(res.rewritten, "latin1"));
-          from = end + 4;
-        }
-        return relayBody(ex, u, src, from, end + 4);
+        return relayBody(ex, u, src, from, end + 4, res.rewritten);
       }
     }
-    relayBody(ex, u, src, 0, 0);
+    relayBody(ex, u, src, 0, 0, null);
   }
 
-  /** Relay `src` from `from` (the body starting at `bodyFrom`) up to the end of the response. */
-  function relayBody(ex: Exchange, u: Conn, src: Buffer, from: number, bodyFrom: number): void {
+  /**
+   * Relay `src` from `from` (the body starting at `bodyFrom`) up to the end of the response; a
+   * `head` replaces the bytes before `bodyFrom` (one write for both).
+   */
+  function relayBody(ex: Exchange, u: Conn, src: Buffer, from: number, bodyFrom: number, head: string | null): void {
     const r = ex.res!;
     let end: number;
     if (r.body === -2) end = src.length;
@@ -502,7 +516,8 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       end = Math.min(src.length, bodyFrom + ex.resLeft);
       ex.resLeft -= end - bodyFrom;
     }
-    if (end > from) writeClient(ex.client, from === 0 && end === src.length ? src : src.subarray(from, end));
+    if (head !== null) writeClient(ex.client, end > bodyFrom ? Buffer.concat([Buffer.from(head, "latin1"), src.subarray(bodyFrom, end)]) : Buffer.from(head, "latin1"));
+    else if (end > from) writeClient(ex.client, from === 0 && end === src.length ? src : src.subarray(from, end));
     if (end < src.length) u.reusable = false; // bytes past the end of the response: out of step
     if (r.body !== -2 && responseDone(ex)) {
       if (ex.reqDone) finish(ex);
@@ -787,7 +802,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
         allowHalfOpen: true,
         socket: {
           open(s) {
-            s.data = { socket: s, ip: clientIp(s), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, ended: false, closed: false, paused: false };
+            s.data = { socket: s, ip: clientIp(s), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, ended: false, closed: false, paused: false, fields: null, fieldsHost: null };
             clients.add(s.data);
             s.setNoDelay(true);
             s.timeout(IDLE_SECONDS);
