@@ -75,6 +75,8 @@ describe("hand-offs between build steps", () => {
     }, 20_000);
     expect(done.status).toBe("cancelled");
     expect(done.step_timings.at(-1)).toMatchObject({ step: "build", ok: false, note: "cancelled" });
+    // The step's last lines are committed with its result: there as soon as the build reads cancelled.
+    expect(await logText(w, b.id)).toContain("cancelled: the step's processes were stopped");
     await until("the sandboxed sleep to be gone", () => processesWith("sleep 353").length === 0, 10_000);
   }, 120_000);
 });

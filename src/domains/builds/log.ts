@@ -13,7 +13,7 @@
  */
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { Core } from "../../core/core";
-import { tx } from "../../core/db/client";
+import { tx, type Tx } from "../../core/db/client";
 import { iso } from "../../core/clock";
 import { secretMasker } from "../../adapters/runtime/process";
 import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
@@ -44,6 +44,8 @@ export class BuildLog {
   private seq: number;
   private dropped = 0;
   private buf: Array<typeof buildLogLines.$inferInsert> = [];
+  /** Lines of `buf` written by `closeIn` in a transaction that has not reported its commit yet. */
+  private written = 0;
   private timer: ReturnType<typeof setInterval> | null = null;
   private mask: (line: string) => string = (l) => l;
   private readonly platform: Omit<PlatformLogEntry, "level" | "message" | "timestamp"> | null;
@@ -79,10 +81,18 @@ export class BuildLog {
     if (this.buf.length === 0) return;
     const batch = this.buf;
     this.buf = [];
-    tx(this.core.db, (t) => {
-      t.insert(buildLogLines).values(batch).run();
-      t.update(builds).set({ logLines: this.seq }).where(eq(builds.id, this.buildId)).run();
-    });
+    this.written = 0;
+    tx(this.core.db, (t) => this.write(t, batch));
+    this.copy(batch);
+  }
+
+  private write(t: Tx, batch: Array<typeof buildLogLines.$inferInsert>): void {
+    t.insert(buildLogLines).values(batch).run();
+    t.update(builds).set({ logLines: this.seq }).where(eq(builds.id, this.buildId)).run();
+  }
+
+  /** The batch into the telemetry store as well (best effort). */
+  private copy(batch: Array<typeof buildLogLines.$inferInsert>): void {
     if (this.platform) {
       const p = this.platform;
       appendPlatformLogs(this.core, batch.map((l) => ({ ...p, level: l.level as PlatformLogEntry["level"], message: l.line, timestamp: l.at }))).catch((e) =>
@@ -92,6 +102,30 @@ export class BuildLog {
   }
 
   close(step: LogStep): void {
+    this.detach(step);
+    this.flush();
+  }
+
+  /**
+   * Close the writer, writing what is buffered inside the caller's transaction `t` (a step's last
+   * lines commit with its result). Call `committed()` once `t` committed; if it rolled back, a
+   * later `close` writes the lines on their own.
+   */
+  closeIn(t: Tx, step: LogStep): void {
+    this.detach(step);
+    if (this.buf.length === 0) return;
+    this.write(t, this.buf);
+    this.written = this.buf.length;
+  }
+
+  /** The transaction of `closeIn` committed: its lines are stored (and copied to the log store). */
+  committed(): void {
+    const batch = this.buf.splice(0, this.written);
+    this.written = 0;
+    this.copy(batch);
+  }
+
+  private detach(step: LogStep): void {
     if (openLogs(this.core).get(this.buildId) === this) openLogs(this.core).delete(this.buildId);
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
@@ -99,7 +133,6 @@ export class BuildLog {
       this.buf.push({ buildId: this.buildId, seq: ++this.seq, at: this.core.clock.now(), level: "warn", step, line: `${this.dropped} more lines not kept (a build keeps ${MAX_BUILD_LOG_LINES})` });
       this.dropped = 0;
     }
-    this.flush();
   }
 }
 

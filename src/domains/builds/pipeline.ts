@@ -23,7 +23,7 @@
 import { rmSync } from "node:fs";
 import { and, eq, inArray, lt, sql } from "drizzle-orm";
 import type { Core } from "../../core/core";
-import { tx } from "../../core/db/client";
+import { tx, type Tx } from "../../core/db/client";
 import { schedulerItems } from "../../core/tables";
 import { OpsError } from "../../core/errors";
 import type { ItemContext } from "../../core/scheduler";
@@ -35,7 +35,7 @@ import { STEP_ITEM, dispatchBuilds, enqueueStep, type StepPayload } from "./disp
 import { NO_CHECKS, STEPS, type StepDef, type StepDone } from "./steps";
 import { publishStateAfter, publishStepOf } from "./publish";
 import { StepFailure, parsePlan, serviceOf } from "./plan";
-import { appendLines, openBuildLog } from "./log";
+import { appendLines, openBuildLog, type BuildLog } from "./log";
 import { reportToHost } from "./host";
 import { buildDeployer, type DeployableBuild } from "./deployer";
 import { abortLive, afterEnd, closeTiming, endBuild, endBuildIn, liveSteps, openTiming, workDirOf, type LiveStep } from "./lifecycle";
@@ -98,10 +98,14 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
   try {
     if (result instanceof StepFailure) log.add(def.step, "error", `${def.step} failed (${result.kind}): ${result.message}`);
     else if (result.cancelled) log.add(def.step, "warn", live.why === "shutdown" ? "ops is shutting down: the step's processes were stopped" : "cancelled: the step's processes were stopped");
-    log.close(def.step);
-    next = await advance(core, row.id, def, result, live.why);
+    next = await advance(core, row.id, def, result, live.why, log);
   } catch (e) {
     core.log.error("build step not recorded", { build: row.id, step: def.step, err: e });
+    try {
+      log.close(def.step);
+    } catch (err) {
+      core.log.error("build step's last log lines not written", { build: row.id, step: def.step, err });
+    }
   } finally {
     // The entry may already be the next step's, when something started it before this cleanup.
     if (liveSteps(core).get(row.id) === live) liveSteps(core).delete(row.id);
@@ -144,14 +148,25 @@ function deployDecision(core: Core, row: BuildRow): { deploy: true } | { deploy:
   return { deploy: true };
 }
 
+/** `fn` in one transaction with the step's last log lines (the writer is closed). */
+function withStepLog<T>(core: Core, log: BuildLog, step: StepName, fn: (t: Tx) => T): T {
+  const out = tx(core.db, (t) => {
+    log.closeIn(t, step);
+    return fn(t);
+  });
+  log.committed();
+  return out;
+}
+
 /**
- * Record a step's result and move the build on (next state, deploying, or an end). Returns the
- * item of the build's next state, for the caller to start once it is done with this step.
+ * Record a step's result with its last log lines and move the build on (next state, deploying,
+ * or an end). Returns the item of the build's next state, for the caller to start once it is done
+ * with this step.
  */
-async function advance(core: Core, buildId: number, def: StepDef, result: StepDone | StepFailure, aborted: LiveStep["why"]): Promise<string | null> {
+async function advance(core: Core, buildId: number, def: StepDef, result: StepDone | StepFailure, aborted: LiveStep["why"], log: BuildLog): Promise<string | null> {
   const from = [def.state];
   if (result instanceof StepFailure) {
-    const ended = endBuild(core, buildId, from, { status: "failed", failureKind: result.kind, error: result.message, step: def.step, ok: false, note: result.kind });
+    const ended = withStepLog(core, log, def.step, (t) => endBuildIn(core, t, buildId, from, { status: "failed", failureKind: result.kind, error: result.message, step: def.step, ok: false, note: result.kind }));
     if (ended) await afterEnd(core, ended);
     return null;
   }
@@ -160,11 +175,11 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
       aborted === "shutdown"
         ? ({ status: "failed", failureKind: "internal", error: `ops shut down during the ${def.step} step; retry the build`, step: def.step, ok: false, note: "ops shut down" } as const)
         : ({ status: "cancelled", step: def.step, ok: false, note: "cancelled" } as const);
-    const ended = endBuild(core, buildId, from, end);
+    const ended = withStepLog(core, log, def.step, (t) => endBuildIn(core, t, buildId, from, end));
     if (ended) await afterEnd(core, ended);
     return null;
   }
-  const moved = tx(core.db, (t) => {
+  const moved = withStepLog(core, log, def.step, (t) => {
     const row = buildById(t, buildId);
     if (!row || row.status !== def.state) return null;
     const timings = closeTiming(core, timingsOf(row), def.step, result.skipped ? { note: result.note } : { ok: true, note: result.note });
