@@ -11,7 +11,7 @@
 import { describe, test, expect, afterEach, beforeEach } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
 import { createIngress, type Ingress } from "../src/adapters/ingress/ingress";
-import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponse } from "../src/adapters/ingress/http1";
+import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponse, parseResponseHead } from "../src/adapters/ingress/http1";
 
 interface Raw {
   port: number;
@@ -428,7 +428,12 @@ describe("http1", () => {
     expect(parseResponse("HTTP/1.0 200 OK\r\nContent-Length: 1", "GET").reusable).toBe(false);
     expect(parseResponse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1", "GET")).toMatchObject({ reusable: true, rewritten: "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n" });
     expect(parseResponse("HTTP/1.1 200\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\nX-Keep: 2\r\nContent-Length: 0", "GET")).toMatchObject({ reusable: false, rewritten: "HTTP/1.1 200\r\nX-Keep: 2\r\nContent-Length: 0\r\n\r\n" });
-    for (const bad of ["HTTP/1.1 20 OK", "HTTP/2 200 OK", "HTTP/1.1 200 OK\r\nBad Field: x", "HTTP/1.1 200 OK\r\nContent-Length: 1x"]) expect(() => parseResponse(bad, "GET")).toThrow(HttpError);
+    for (const bad of ["HTTP/1.1 20 OK", "HTTP/2 200 OK", "HTTP/1.1 200 OK\r\nBad Field: x", "HTTP/1.1 200 OK\r\nContent-Length: 1x", "HTTP/1.1 200 OK\r\nX: a\nb", "HTTP/1.1 200 OK\r\nX: a\rb"])
+      expect(() => parseResponse(bad, "GET")).toThrow(HttpError);
+    // Incomplete until the blank line, whatever the cut; the body starts after it.
+    const whole = Buffer.from("xxHTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-A: b\r\n\r\nabc");
+    for (let cut = 2; cut < whole.length - 3; cut++) expect(parseResponseHead(whole.subarray(0, cut), 2, "GET")).toBeNull();
+    expect(parseResponseHead(whole, 2, "GET")).toMatchObject({ status: 200, body: 3, end: whole.length - 3 });
   });
 
   test("the chunked scanner finds the end across any split, and refuses malformed sizes", () => {

@@ -122,7 +122,8 @@ function join(prior: string | null, v: string): string {
   return prior === null ? v : `${prior}, ${v}`;
 }
 
-function scan(head: string, from: number, request: boolean): Fields {
+/** The request fields of `head` (field lines from `from`). */
+function scan(head: string, from: number): Fields {
   const f: Fields = { host: null, hosts: 0, contentLength: undefined, transferEncoding: null, connection: null, upgrade: null, forwardedFor: null, rewrite: false };
   let at = from;
   while (at >= 0) {
@@ -130,8 +131,8 @@ function scan(head: string, from: number, request: boolean): Fields {
     const colon = head.indexOf(":", at + 2);
     const candidates = BY_LENGTH[colon - at - 2];
     if (candidates !== undefined) {
-      for (const [name, kind, both] of candidates) {
-        if ((!request && !both) || !nameIs(head, at + 2, name)) continue;
+      for (const [name, kind] of candidates) {
+        if (!nameIs(head, at + 2, name)) continue;
         if (kind === F.Drop) {
           f.rewrite = true;
           break;
@@ -242,7 +243,7 @@ export function parseRequest(head: string, ip: string): RequestHead {
   const sent = head.slice(line[0] + 1, line[1]);
   let target = sent;
   const http10 = line[2] === 48;
-  const f = nl < 0 ? null : scan(head, nl, true);
+  const f = nl < 0 ? null : scan(head, nl);
   if (f !== null && f.hosts > 1) throw new HttpError(400, "the request has more than one Host field");
   let host = f?.host ?? null;
   if (!host && !http10) throw new HttpError(400, "the request named no host");
@@ -304,47 +305,122 @@ export interface ResponseHead {
   rewritten: string | null;
 }
 
-/** Parse a response head from a replica; `method` is the request's (HEAD answers have no body). */
-export function parseResponse(head: string, method: string): ResponseHead {
-  const nl = head.indexOf("\r\n");
-  const eol = nl < 0 ? head.length : nl;
-  const minor = head.charCodeAt(7);
-  const d0 = head.charCodeAt(9) - 48;
-  const d1 = head.charCodeAt(10) - 48;
-  const d2 = head.charCodeAt(11) - 48;
+/** Whether bytes `b[from, from + name.length)` are `name` (lower case), ignoring ASCII case. */
+function bytesAre(b: Uint8Array, from: number, name: string): boolean {
+  for (let i = 0; i < name.length; i++) if ((b[from + i] | 0x20) !== name.charCodeAt(i)) return false;
+  return true;
+}
+
+const malformed = (what: string) => new HttpError(502, `the replica sent a malformed ${what}`);
+
+/**
+ * Parse a response head from a replica straight from its bytes (no string is made unless a field
+ * must be removed): `b` from `from`; `method` is the request's (HEAD answers have no body).
+ * Returns null while the head is incomplete, else the head and `end`, the offset of its body.
+ */
+export function parseResponseHead(b: Buffer, from: number, method: string): (ResponseHead & { end: number }) | null {
+  const n = b.length;
+  if (n - from < 12) return null;
+  const minor = b[from + 7];
+  const d0 = b[from + 9] - 48;
+  const d1 = b[from + 10] - 48;
+  const d2 = b[from + 11] - 48;
   if (
-    !head.startsWith("HTTP/1.") ||
+    b[from] !== 72 || b[from + 1] !== 84 || b[from + 2] !== 84 || b[from + 3] !== 80 || b[from + 4] !== 47 || b[from + 5] !== 49 || b[from + 6] !== 46 ||
     (minor !== 48 && minor !== 49) ||
-    head.charCodeAt(8) !== 32 ||
-    !(d0 >= 1 && d0 <= 9 && d1 >= 0 && d1 <= 9 && d2 >= 0 && d2 <= 9) ||
-    (eol > 12 && head.charCodeAt(12) !== 32) ||
-    eol < 12
+    b[from + 8] !== 32 ||
+    !(d0 >= 1 && d0 <= 9 && d1 >= 0 && d1 <= 9 && d2 >= 0 && d2 <= 9)
   )
-    throw new HttpError(502, "the replica sent a malformed status line");
-  if (nl >= 0) {
-    FIELD_LINES.lastIndex = nl;
-    if (!FIELD_LINES.test(head)) throw new HttpError(502, "the replica sent a malformed header field");
-  }
+    throw malformed("status line");
+  let i = from + 12;
+  if (i < n && b[i] === 32) {
+    for (i++; i < n; i++) {
+      const c = b[i];
+      if (c === 13) break;
+      if ((c < 32 && c !== 9) || c === 127) throw malformed("status line");
+    }
+  } else if (i < n && b[i] !== 13) throw malformed("status line");
   const status = d0 * 100 + d1 * 10 + d2;
+  let contentLength = -1;
+  let lengths = 0;
+  let te: string | null = null;
+  let connection: string | null = null;
+  let rewrite = false;
+  // Each field line: CRLF, token, ":", value; the head ends at an empty line.
+  for (;;) {
+    if (i + 1 >= n) return null;
+    if (b[i] !== 13 || b[i + 1] !== 10) throw malformed("header field");
+    i += 2;
+    if (i + 1 >= n) return null;
+    if (b[i] === 13) {
+      if (b[i + 1] !== 10) throw malformed("header field");
+      i += 2;
+      break;
+    }
+    const name = i;
+    while (i < n && TCHAR[b[i]] === 1) i++;
+    if (i >= n) return null;
+    if (i === name || b[i] !== 58) throw malformed("header field");
+    const nameLen = i - name;
+    const value = ++i;
+    for (; i < n; i++) {
+      const c = b[i];
+      if (c === 13) break;
+      if ((c < 32 && c !== 9) || c === 127) throw malformed("header field");
+    }
+    if (i >= n) return null;
+    if (i - from > 64 * 1024) throw malformed("head: it is larger than 64 KiB");
+    const candidates = BY_LENGTH[nameLen];
+    if (candidates === undefined) continue;
+    for (const [field, kind, both] of candidates) {
+      if (!both || !bytesAre(b, name, field)) continue;
+      if (kind === F.ContentLength) {
+        let v = 0;
+        let digits = 0;
+        let j = value;
+        while (j < i && (b[j] === 32 || b[j] === 9)) j++;
+        for (; j < i && b[j] >= 48 && b[j] <= 57; j++) {
+          v = v * 10 + b[j] - 48;
+          if (++digits > 15) throw malformed("Content-Length");
+        }
+        while (j < i && (b[j] === 32 || b[j] === 9)) j++;
+        if (digits === 0 || j !== i || (lengths > 0 && v !== contentLength)) throw malformed("Content-Length");
+        contentLength = v;
+        lengths++;
+      } else if (kind === F.TransferEncoding) te = join(te, b.toString("latin1", value, i).trim());
+      else if (kind === F.Connection) {
+        connection = join(connection, b.toString("latin1", value, i).trim());
+        rewrite = true;
+      } else rewrite = true;
+      break;
+    }
+  }
   const http10 = minor === 48;
-  const f = nl < 0 ? null : scan(head, nl, false);
-  const connection = f?.connection ?? null;
   let reusable = http10 ? hasToken(connection, "keep-alive") : !hasToken(connection, "close");
   let body: number;
   if (method === "HEAD" || status < 200 || status === 204 || status === 304) body = 0;
-  else if (f?.transferEncoding) {
-    const codings = tokens(f.transferEncoding);
+  else if (te) {
+    const codings = tokens(te);
     body = codings[codings.length - 1] === "chunked" ? -1 : -2;
-  } else if (f !== null && f.contentLength !== undefined) body = contentLength(f.contentLength, "the replica's response");
+  } else if (lengths > 0) body = contentLength;
   else body = -2;
   if (body === -2) reusable = false;
   let rewritten: string | null = null;
   // A 101 keeps its Connection/Upgrade: they are the switch itself.
-  if (f?.rewrite && status !== 101) {
+  if (rewrite && status !== 101) {
+    const head = b.toString("latin1", from, i - 4);
     const extra = tokens(connection).filter((t) => t !== "close" && t !== "keep-alive");
-    rewritten = `${without(head, nl, (name) => RESPONSE_DROP.has(name) || extra.includes(name))}\r\n\r\n`;
+    rewritten = `${without(head, head.indexOf("\r\n"), (name) => RESPONSE_DROP.has(name) || extra.includes(name))}\r\n\r\n`;
   }
-  return { status, http10, body, reusable, rewritten };
+  return { status, http10, body, reusable, rewritten, end: i };
+}
+
+/** `parseResponseHead` of a whole head given as a string without its blank line. */
+export function parseResponse(head: string, method: string): ResponseHead {
+  const parsed = parseResponseHead(Buffer.from(`${head}\r\n\r\n`, "latin1"), 0, method);
+  if (!parsed) throw malformed("head");
+  const { end: _end, ...res } = parsed;
+  return res;
 }
 
 const enum C {

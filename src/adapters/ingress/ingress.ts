@@ -27,7 +27,7 @@ import type { Socket, TCPSocketListener } from "bun";
 import type { Logger } from "../../core/log";
 import { compileTable, lookup, normaliseHost, serviceKey, type CompiledTable, type RouteConflict, type ServiceEntry, type ServiceRef, type Target, type TargetUpstream } from "./table";
 import { badGatewayPage, badRequestPage, notRoutedPage, pageBytes, type Page } from "./pages";
-import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponse, type RequestHead, type ResponseHead } from "./http1";
+import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponseHead, type RequestHead, type ResponseHead } from "./http1";
 
 export interface IngressOptions {
   log?: Logger;
@@ -469,13 +469,13 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
         u.buf = null;
       }
       for (;;) {
-        const end = src.indexOf(CRLF2, from);
-        if (end < 0 || end - from > MAX_HEAD) {
+        const res = parseResponseHead(src, from, ex.req.method);
+        if (res === null) {
           if (src.length - from > MAX_HEAD) throw new HttpError(502, "the replica's response head is too large");
           u.buf = Buffer.from(src.subarray(from));
           return;
         }
-        const res = parseResponse(src.toString("latin1", from, end), ex.req.method);
+        const end = res.end - 4;
         if (res.status === 101) {
           if (!ex.req.websocket) throw new HttpError(502, "the replica switched protocols unasked");
           ex.answered = true;
