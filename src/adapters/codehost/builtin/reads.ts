@@ -1,7 +1,8 @@
 /**
  * Reading built-in repositories with git plumbing: refs to commits, recursive tree listings
  * (streamed, stopped at the caller's limit), single files with their blob sha and mode, commit
- * metadata, and a commit's tree written into a directory for a build.
+ * metadata, and a commit's tree written into a directory for a build. Commit metadata and single
+ * files are read from loose objects without git when they are all loose (loose.ts).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +11,7 @@ import { OpsError } from "../../../core/errors";
 import type { CommitInfo, FileAt, TreeEntry, TreeListing } from "../types";
 import { git, text } from "./git";
 import { isSafeRefName } from "../refs";
+import { looseCommitInfo, looseFileAt } from "./loose";
 
 const SHA_RE = /^[0-9a-f]{40}$/;
 const HEX_RE = /^[0-9a-f]{7,40}$/;
@@ -97,6 +99,8 @@ export async function entryAt(env: Record<string, string>, dir: string, commitSh
 /** What is at `p` on a commit; the bytes when the blob is at most `maxBytes`. */
 export async function readFile(env: Record<string, string>, dir: string, commitSha: string, p: string, maxBytes: number): Promise<FileAt> {
   if (!SHA_RE.test(commitSha)) throw new OpsError("not_found", "No such commit.");
+  const loose = looseFileAt(dir, commitSha, p, maxBytes);
+  if (loose) return loose;
   const e = await entryAt(env, dir, commitSha, p);
   if (!e || e.gitType === "commit") return { kind: "missing" };
   if (e.type === "tree") return { kind: "directory", sha: e.sha };
@@ -109,6 +113,8 @@ export async function readFile(env: Record<string, string>, dir: string, commitS
 /** Author, first message line, commit time and parents; null when `sha` is not a commit. */
 export async function commitInfo(env: Record<string, string>, dir: string, sha: string): Promise<CommitInfo | null> {
   if (!HEX_RE.test(sha)) return null;
+  const loose = looseCommitInfo(dir, sha);
+  if (loose) return loose;
   const r = await git(env, dir, ["show", "-s", "--no-show-signature", "--format=%H%x00%an%x00%ae%x00%ct%x00%P%x00%B", `${sha}^{commit}`, "--"], { okCodes: [0, 128] });
   if (r.exitCode !== 0) return null;
   const [full, name, email, ct, parents, body] = text(r).split("\0");
