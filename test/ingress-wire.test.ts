@@ -400,6 +400,30 @@ describe("requests", () => {
   });
 });
 
+describe("idle connections", () => {
+  test("a client that sends nothing is closed after idleSeconds, a half-sent head gets 408, a slow answer is waited for", async () => {
+    const idle = createIngress({ idleSeconds: 1 });
+    const at = idle.listen("127.0.0.1", 0).port;
+    const up = serve((head, s) => setTimeout(() => s.write(ok("slow")), head.includes("/slow") ? 2500 : 0));
+    idle.setService({ service: { project: "p", environment: "production", service: "web" }, routes: [{ hosts: ["app.test"] }], upstreams: [{ host: "127.0.0.1", port: up.port }] });
+    try {
+      const started = Date.now();
+      const [quiet, half, slow] = await Promise.all([
+        talk(at, "", () => false, 10_000),
+        talk(at, "GET / HTTP/1.1\r\nHost: app", () => false, 10_000),
+        talk(at, "GET /slow HTTP/1.1\r\nHost: app.test\r\n\r\n", (g) => g.endsWith("slow"), 10_000),
+      ]);
+      expect([quiet.closed, quiet.text]).toEqual([true, ""]);
+      expect(half.text).toStartWith("HTTP/1.1 408 ");
+      expect(half.closed).toBe(true);
+      expect(slow.text).toEndWith("slow");
+      expect(Date.now() - started).toBeLessThan(8000);
+    } finally {
+      await idle.stop(100);
+    }
+  }, 20_000);
+});
+
 describe("http1", () => {
   test("request heads: framing, close, websocket, the forwarded head", () => {
     const r = parseRequest("POST /x HTTP/1.1\r\nhost: a.test\r\ncontent-length: 3\r\nconnection: Close", "10.0.0.2");

@@ -33,6 +33,8 @@ export interface IngressOptions {
   log?: Logger;
   /** How long a replica that refused a connection is skipped (default 2 s). */
   downMs?: number;
+  /** Seconds a client connection may go without sending a byte while none of its requests is under way (default 120). */
+  idleSeconds?: number;
 }
 
 export interface IngressAddress {
@@ -73,7 +75,7 @@ const CRLF2 = Buffer.from("\r\n\r\n");
 const MAX_HEAD = 64 * 1024;
 /** Bytes a client may send ahead of its current exchange before its socket is paused. */
 const MAX_AHEAD = 64 * 1024;
-/** Seconds a client connection may sit idle between requests (or send a head this slowly). */
+/** Default of `IngressOptions.idleSeconds`. */
 const IDLE_SECONDS = 120;
 /** A replica that does not accept a connection within this is treated as refusing it. */
 const CONNECT_TIMEOUT_MS = 5000;
@@ -159,6 +161,7 @@ function clientIp(socket: Socket<Client>): string {
 
 export function createIngress(opts: IngressOptions = {}): Ingress {
   const downMs = opts.downMs ?? 2000;
+  const idleSeconds = opts.idleSeconds ?? IDLE_SECONDS;
   let entries = new Map<string, ServiceEntry>();
   let current: CompiledTable = compileTable([]);
   const counts = new Map<string, number>();
@@ -353,7 +356,6 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       reason: "",
     };
     c.ex = ex;
-    c.socket.timeout(0);
     tryNext(ex);
   }
 
@@ -567,7 +569,6 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       endClient(c);
       return;
     }
-    c.socket.timeout(IDLE_SECONDS);
     if (c.buf) nextRequest(c);
     clientFlow(c);
   }
@@ -805,7 +806,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
             s.data = { socket: s, ip: clientIp(s), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, ended: false, closed: false, paused: false, fields: null, fieldsHost: null };
             clients.add(s.data);
             s.setNoDelay(true);
-            s.timeout(IDLE_SECONDS);
+            s.timeout(idleSeconds);
           },
           data(s, bytes) {
             const c = s.data;
@@ -851,8 +852,11 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
             }
           },
           timeout(s) {
+            // The timer restarts with every read from the client: it fires after idleSeconds
+            // without one. During an exchange or a tunnel that is not idleness (the client may
+            // only be receiving): the timer is restarted instead.
             const c = s.data;
-            if (c.ex || c.tunnel) return;
+            if (c.ex || c.tunnel) return s.timeout(idleSeconds);
             if (c.buf) respond(c, badRequestPage(408, "its head did not arrive in time"), null);
             else endClient(c);
           },
