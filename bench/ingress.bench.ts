@@ -5,9 +5,10 @@
  * in alternation (median of 3) so a burst of load from elsewhere hits every side alike.
  *
  * The ingress runs in a child Bun process of its own (this file, `bun bench/ingress.bench.ts
- * ingress <port> <app port>`), with a route table holding the app as one service, exactly as
- * `ops serve` runs it: the compiled binary has no way to set routes until the deployments domain
- * exists. nginx runs with one worker (its default); Caddy with Go's default of every core.
+ * ingress <port> <app port>`), with a route table holding the app as one service: the same
+ * `createIngress` that `ops serve` runs, alone in its process so that the API server's own work
+ * (scheduler, probes) is not counted against it. nginx runs with one worker (its compiled
+ * default); Caddy with Go's default of every core.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
