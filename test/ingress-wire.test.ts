@@ -10,7 +10,9 @@
  */
 import { describe, test, expect, afterEach, beforeEach } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
+import { createHash } from "node:crypto";
 import { createIngress, type Ingress } from "../src/adapters/ingress/ingress";
+import { FrameTracker } from "../src/adapters/ingress/ws-frames";
 import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponse, parseResponseHead } from "../src/adapters/ingress/http1";
 
 interface Raw {
@@ -397,6 +399,52 @@ describe("requests", () => {
     expect(up.heads).toEqual([]);
     // The same connection rules for a well-formed request still hold afterwards.
     expect(await (await fetch(url("/"), { headers: { host: "app.test" } })).text()).toBe("reached");
+  });
+});
+
+describe("websocket tunnels", () => {
+  test("a 101 turns both connections into a tunnel; at shutdown the client gets 1001 between frames", async () => {
+    const up = serve((head, s) => {
+      const key = /sec-websocket-key: *(\S+)/i.exec(head)![1];
+      const accept = createHash("sha1").update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest("base64");
+      // The handshake and a first frame in one write, then a frame with a 16-bit length.
+      s.write(Buffer.from(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n\x81\x02hi`, "latin1"));
+      s.write(Buffer.concat([Buffer.from([0x82, 126, 0x01, 0x00]), Buffer.alloc(256, 7)]));
+    });
+    route(up);
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers: { host: "app.test" } } as unknown as string[]);
+    ws.binaryType = "arraybuffer";
+    const got: Array<string | number> = [];
+    const closed = new Promise<CloseEvent>((resolve) => (ws.onclose = resolve));
+    await new Promise<void>((resolve) => {
+      ws.onmessage = (e) => {
+        got.push(typeof e.data === "string" ? e.data : (e.data as ArrayBuffer).byteLength);
+        if (got.length === 2) resolve();
+      };
+    });
+    expect(got).toEqual(["hi", 256]);
+    expect(ingress.websockets({ host: "127.0.0.1", port: up.port })).toBe(1);
+    expect(up.heads[0]).toContain("\r\nupgrade: websocket\r\nconnection: upgrade");
+    await ingress.stop(100);
+    expect((await closed).code).toBe(1001);
+  });
+
+  test("the frame tracker follows 7-, 16- and 64-bit lengths and masked frames across any split", () => {
+    const frames = Buffer.concat([
+      Buffer.from([0x81, 0x03, 0x61, 0x62, 0x63]),
+      Buffer.concat([Buffer.from([0x82, 126, 0x01, 0x2c]), Buffer.alloc(300)]),
+      Buffer.concat([Buffer.from([0x82, 127, 0, 0, 0, 0, 0, 0, 0x00, 0x0a]), Buffer.alloc(10)]),
+      Buffer.concat([Buffer.from([0x81, 0x82, 1, 2, 3, 4]), Buffer.alloc(2)]),
+    ]);
+    for (let cut = 0; cut <= frames.length; cut++) {
+      const t = new FrameTracker();
+      t.feed(frames.subarray(0, cut));
+      t.feed(frames.subarray(cut));
+      expect(t.atBoundary).toBe(true);
+    }
+    const mid = new FrameTracker();
+    mid.feed(frames.subarray(0, 7));
+    expect(mid.atBoundary).toBe(false);
   });
 });
 

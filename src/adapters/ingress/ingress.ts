@@ -27,6 +27,7 @@ import type { Socket, TCPSocketListener } from "bun";
 import type { Logger } from "../../core/log";
 import { compileTable, lookup, normaliseHost, serviceKey, type CompiledTable, type RouteConflict, type ServiceEntry, type ServiceRef, type Target, type TargetUpstream } from "./table";
 import { badGatewayPage, badRequestPage, notRoutedPage, pageBytes, type Page } from "./pages";
+import { FrameTracker, GOING_AWAY } from "./ws-frames";
 import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponseHead, type RequestHead, type ResponseHead } from "./http1";
 
 export interface IngressOptions {
@@ -152,6 +153,8 @@ interface Conn {
   closed: boolean;
   paused: boolean;
   err: string;
+  /** In a tunnel: the WebSocket frames going to the client. */
+  frames: FrameTracker | null;
 }
 
 function clientIp(socket: Socket<Client>): string {
@@ -483,6 +486,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
           ex.answered = true;
           writeClient(c, from === 0 ? src : src.subarray(from));
           tunnel(ex, u);
+          u.frames!.feed(src.subarray(res.end));
           return;
         }
         if (res.status < 200) {
@@ -542,6 +546,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     u.reusable = false;
     c.tunnel = u;
     u.tunnel = c;
+    u.frames = new FrameTracker();
     bump(wsCounts, ex.key, 1);
     if (c.buf) {
       const rest = c.buf;
@@ -619,7 +624,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
   function connect(host: string, port: number): Promise<Conn> {
     const k = `${host}:${port}`;
     const pool = poolOf(k);
-    const conn: Conn = { socket: null as unknown as Socket<Conn>, key: k, pool, ex: null, tunnel: null, buf: null, out: null, reusable: true, closed: false, paused: false, err: "" };
+    const conn: Conn = { socket: null as unknown as Socket<Conn>, key: k, pool, ex: null, tunnel: null, buf: null, out: null, reusable: true, closed: false, paused: false, err: "", frames: null };
     let timer: ReturnType<typeof setTimeout> | undefined;
     const connecting = Bun.connect<Conn>({
       hostname: host,
@@ -632,7 +637,10 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
         },
         data(s, bytes) {
           const u = s.data;
-          if (u.tunnel) return writeClient(u.tunnel, bytes);
+          if (u.tunnel) {
+            u.frames!.feed(bytes);
+            return writeClient(u.tunnel, bytes);
+          }
           try {
             connBytes(u, bytes);
           } catch (e) {
@@ -884,6 +892,8 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       l.stop(false);
       for (const c of clients) {
         if (c.tunnel) {
+          // A WebSocket client is told the server is going away, between two frames.
+          if (c.tunnel.frames?.atBoundary) writeClient(c, GOING_AWAY);
           c.tunnel.socket.end();
           endClient(c);
         } else if (c.ex === null) endClient(c);
