@@ -4,6 +4,7 @@
  * the system's git configuration switched off, so only what ops sets applies: hooks from ops's own
  * hooks directory, pushes capped at `OPS_GIT_MAX_PUSH_BYTES`, objects checked on receive.
  */
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { OpsError } from "../../../core/errors";
 
@@ -57,6 +58,21 @@ export function gitEnv(opts: GitEnvOptions): Record<string, string> {
  * (the pusher may publish packages): one shell less per updated ref.
  */
 export type HookSet = "all" | "push-log";
+
+let backendArgv: string[] | null = null;
+
+/**
+ * The argv of git's CGI program: `git-http-backend` from git's exec path, which is what
+ * `git http-backend` starts as a child of its own (one process less per request), else
+ * `git http-backend` when the exec path has no such file.
+ */
+export function httpBackendArgv(): string[] {
+  if (backendArgv) return backendArgv;
+  const r = Bun.spawnSync(["git", "--exec-path"], { env: { PATH, LANG: "C", LC_ALL: "C" }, stdout: "pipe", stderr: "ignore" });
+  const file = r.exitCode === 0 ? path.join(r.stdout.toString().trim(), "git-http-backend") : "";
+  backendArgv = file && existsSync(file) ? [file] : ["git", "http-backend"];
+  return backendArgv;
+}
 
 /** Where ops keeps the hooks every built-in repository runs (installHooks writes both sets). */
 export function hooksDir(root: string, set: HookSet = "all"): string {

@@ -25,7 +25,7 @@ import { OpsError } from "../../../core/errors";
 import { uuidv7 } from "../../../core/ids";
 import type { NormalisedError } from "../../../core/errors";
 import type { PushSubscribers } from "../push";
-import { gitEnv } from "./git";
+import { gitEnv, httpBackendArgv } from "./git";
 import { existingRepoDir, parseRepoName } from "./repos";
 import { knownInstallation } from "./records";
 
@@ -143,7 +143,7 @@ async function serveCgi(core: Core, deps: GitHttpDeps, req: { request: Request; 
     cgi.OPS_PUSH_REFUSED = refusedLog;
   }
 
-  const proc = Bun.spawn(["git", "http-backend"], {
+  const proc = Bun.spawn(httpBackendArgv(), {
     // Without a tag to refuse, the update hook would pass every ref: it is not run at all.
     env: gitEnv({ root: deps.root, maxPushBytes: core.config.gitMaxPushBytes, extra: cgi, hooks: refusedLog ? "all" : "push-log" }),
     cwd: deps.root,
