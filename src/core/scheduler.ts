@@ -232,13 +232,15 @@ export class Scheduler {
     for (let round = 0; round < 20; round++) {
       const started: Promise<void>[] = [];
       const now = this.clock.now();
-      for (const [id] of opts.tasks === false ? [] : this.tasks) {
+      if (opts.tasks !== false && this.tasks.size > 0) {
+        // One query for every due task (not one per defined task): the tick runs every second.
         const due = this.db
           .select({ id: schedulerTasks.id })
           .from(schedulerTasks)
-          .where(and(eq(schedulerTasks.id, id), lte(schedulerTasks.nextRunAt, now), or(isNull(schedulerTasks.leasedUntil), lt(schedulerTasks.leasedUntil, now))))
-          .get();
-        if (due) started.push(this.track(this.runTask(id)));
+          .where(and(lte(schedulerTasks.nextRunAt, now), or(isNull(schedulerTasks.leasedUntil), lt(schedulerTasks.leasedUntil, now))))
+          .orderBy(asc(schedulerTasks.id))
+          .all();
+        for (const { id } of due) if (this.tasks.has(id)) started.push(this.track(this.runTask(id)));
       }
       const free = wait ? 1000 : Math.max(0, this.concurrency - this.running.size);
       if (free > 0) {
