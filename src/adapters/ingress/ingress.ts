@@ -116,7 +116,8 @@ interface Exchange {
   ups: readonly TargetUpstream[];
   next: number;
   key: string;
-  counted: boolean;
+  /** The replica whose in-flight count holds this request (null: none does). */
+  counted: Replica | null;
   up: Conn | null;
   /** Request body bytes still to relay (length framing). */
   reqLeft: number;
@@ -135,15 +136,27 @@ interface Exchange {
   reason: string;
 }
 
-interface Pool {
+/**
+ * What the ingress keeps per replica (`host:port`): its idle connections, how many are open, the
+ * requests in flight and the tunnels. Forgotten once all four are nothing (replicas come and go);
+ * a compiled table's upstream keeps a reference to it, checked with `gone`.
+ */
+interface Replica {
+  key: string;
   idle: Conn[];
   open: number;
+  inflight: number;
+  websockets: number;
+  gone: boolean;
 }
+
+/** A table's upstream with its replica's state, looked up once per table rather than per request. */
+type Routed = TargetUpstream & { replica?: Replica };
 
 interface Conn {
   socket: Socket<Conn>;
   key: string;
-  pool: Pool;
+  replica: Replica;
   ex: Exchange | null;
   tunnel: Client | null;
   /** A response head split across reads. */
@@ -167,10 +180,8 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
   const idleSeconds = opts.idleSeconds ?? IDLE_SECONDS;
   let entries = new Map<string, ServiceEntry>();
   let current: CompiledTable = compileTable([]);
-  const counts = new Map<string, number>();
-  const wsCounts = new Map<string, number>();
   const downUntil = new Map<string, number>();
-  const pools = new Map<string, Pool>();
+  const replicas = new Map<string, Replica>();
   const clients = new Set<Client>();
   let listener: TCPSocketListener<Client> | null = null;
   let address: IngressAddress | null = null;
@@ -181,11 +192,25 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     current = compileTable([...next.values()]);
     for (const c of current.conflicts) opts.log?.warn("ingress route claimed twice", { host: c.host, path_prefix: c.pathPrefix, kept: c.kept, ignored: c.ignored });
   };
-  const bump = (m: Map<string, number>, k: string, by: number) => {
-    const n = (m.get(k) ?? 0) + by;
-    if (n <= 0) m.delete(k);
-    else m.set(k, n);
-  };
+  function replicaOf(k: string): Replica {
+    let r = replicas.get(k);
+    if (!r) {
+      r = { key: k, idle: [], open: 0, inflight: 0, websockets: 0, gone: false };
+      replicas.set(k, r);
+    }
+    return r;
+  }
+  function replicaFor(u: Routed): Replica {
+    let r = u.replica;
+    if (r === undefined || r.gone) r = u.replica = replicaOf(u.key);
+    return r;
+  }
+  function forget(r: Replica): void {
+    if (r.open <= 0 && r.idle.length === 0 && r.inflight === 0 && r.websockets === 0 && !r.gone) {
+      r.gone = true;
+      if (replicas.get(r.key) === r) replicas.delete(r.key);
+    }
+  }
 
   /** The target's upstreams to try, in order: round-robin start, healthy ones first, ones that just refused last. */
   function candidates(t: Target): readonly TargetUpstream[] {
@@ -343,7 +368,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       ups,
       next: 0,
       key: "",
-      counted: false,
+      counted: null,
       up: null,
       reqLeft: req.body > 0 ? req.body : 0,
       reqChunks: req.body === -1 ? new ChunkedScanner() : null,
@@ -385,18 +410,19 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       return;
     }
     ex.key = u.key;
-    if (!ex.counted) {
-      ex.counted = true;
-      bump(counts, ex.key, 1);
+    const replica = replicaFor(u);
+    if (ex.counted === null) {
+      ex.counted = replica;
+      replica.inflight++;
     }
-    const idle = again ? undefined : pools.get(ex.key)?.idle.pop();
+    const idle = again ? undefined : replica.idle.pop();
     if (idle) {
       ex.reused = true;
       attach(ex, idle);
       return;
     }
     ex.reused = false;
-    connect(u.host, u.port).then(
+    connect(replica, u.host, u.port).then(
       (conn) => {
         if (ex.finished) {
           release(conn);
@@ -416,9 +442,10 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
   }
 
   function uncount(ex: Exchange): void {
-    if (ex.counted) {
-      ex.counted = false;
-      bump(counts, ex.key, -1);
+    const r = ex.counted;
+    if (r !== null) {
+      ex.counted = null;
+      if (--r.inflight === 0) forget(r);
     }
   }
 
@@ -547,7 +574,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     c.tunnel = u;
     u.tunnel = c;
     u.frames = new FrameTracker();
-    bump(wsCounts, ex.key, 1);
+    u.replica.websockets++;
     if (c.buf) {
       const rest = c.buf;
       c.buf = null;
@@ -604,27 +631,17 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
   // ---- replica connections -----------------------------------------------------------------
 
   function release(u: Conn): void {
-    if (!u.reusable || u.closed || u.buf !== null || u.out !== null || u.pool.idle.length >= MAX_IDLE || stopping) {
+    if (!u.reusable || u.closed || u.buf !== null || u.out !== null || u.replica.idle.length >= MAX_IDLE || stopping) {
       if (!u.closed) u.socket.end();
       return;
     }
     connFlow(u, false);
-    u.pool.idle.push(u);
+    u.replica.idle.push(u);
   }
 
-  function poolOf(k: string): Pool {
-    let p = pools.get(k);
-    if (!p) {
-      p = { idle: [], open: 0 };
-      pools.set(k, p);
-    }
-    return p;
-  }
-
-  function connect(host: string, port: number): Promise<Conn> {
-    const k = `${host}:${port}`;
-    const pool = poolOf(k);
-    const conn: Conn = { socket: null as unknown as Socket<Conn>, key: k, pool, ex: null, tunnel: null, buf: null, out: null, reusable: true, closed: false, paused: false, err: "", frames: null };
+  function connect(replica: Replica, host: string, port: number): Promise<Conn> {
+    const k = replica.key;
+    const conn: Conn = { socket: null as unknown as Socket<Conn>, key: k, replica, ex: null, tunnel: null, buf: null, out: null, reusable: true, closed: false, paused: false, err: "", frames: null };
     let timer: ReturnType<typeof setTimeout> | undefined;
     const connecting = Bun.connect<Conn>({
       hostname: host,
@@ -633,7 +650,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       socket: {
         open(s) {
           s.setNoDelay(true);
-          pool.open++;
+          replica.open++;
         },
         data(s, bytes) {
           const u = s.data;
@@ -682,7 +699,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
         clearTimeout(timer);
         // A connection that opens after its timeout is closed unused.
         void connecting.then((s) => s.end(), () => undefined);
-        if (pool.open <= 0 && pool.idle.length === 0 && pools.get(k) === pool) pools.delete(k);
+
         throw e;
       },
     );
@@ -698,22 +715,21 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
 
   function connClosed(u: Conn): void {
     u.closed = true;
-    const pool = u.pool;
-    pool.open--;
-    const at = pool.idle.indexOf(u);
-    if (at >= 0) pool.idle.splice(at, 1);
-    // A replica's pool is forgotten with its last connection (replicas come and go).
-    if (pool.open <= 0 && pools.get(u.key) === pool) pools.delete(u.key);
+    const r = u.replica;
+    r.open--;
+    const at = r.idle.indexOf(u);
+    if (at >= 0) r.idle.splice(at, 1);
     if (u.tunnel) {
       const c = u.tunnel;
       u.tunnel = null;
-      bump(wsCounts, u.key, -1);
+      r.websockets--;
+      forget(r);
       c.tunnel = null;
       endClient(c);
       return;
     }
     const ex = u.ex;
-    if (!ex) return;
+    if (!ex) return forget(r);
     u.ex = null;
     ex.up = null;
     if (ex.res?.body === -2) {
@@ -758,7 +774,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     if (u) {
       c.tunnel = null;
       u.tunnel = null;
-      bump(wsCounts, u.key, -1);
+      u.replica.websockets--;
       u.socket.end();
     }
     const ex = c.ex;
@@ -792,12 +808,12 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     },
     table: () => current.entries,
     conflicts: () => current.conflicts,
-    inflight: (u) => counts.get(key(u)) ?? 0,
-    websockets: (u) => wsCounts.get(key(u)) ?? 0,
+    inflight: (u) => replicas.get(key(u))?.inflight ?? 0,
+    websockets: (u) => replicas.get(key(u))?.websockets ?? 0,
     async drained(upstreams, timeoutMs) {
       const end = Date.now() + timeoutMs;
       for (;;) {
-        if (upstreams.every((u) => (counts.get(key(u)) ?? 0) === 0)) return true;
+        if (upstreams.every((u) => (replicas.get(key(u))?.inflight ?? 0) === 0)) return true;
         if (Date.now() >= end) return false;
         await Bun.sleep(20);
       }
@@ -903,7 +919,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       while ([...clients].some((c) => c.ex !== null) && Date.now() < end) await Bun.sleep(10);
       if ([...clients].some((c) => c.ex !== null)) opts.log?.warn("ingress requests still in flight at shutdown; closing them", { grace_ms: graceMs });
       for (const c of clients) c.socket.terminate();
-      for (const p of pools.values()) for (const u of p.idle.splice(0)) u.socket.end();
+      for (const r of replicas.values()) for (const u of r.idle.splice(0)) u.socket.end();
     },
   };
   return ingress;
