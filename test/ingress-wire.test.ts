@@ -486,7 +486,8 @@ describe("http1", () => {
     expect(ws.forward).toBe("GET /s HTTP/1.1\r\nHost: a\r\nSec-WebSocket-Key: k\r\nupgrade: websocket\r\nconnection: upgrade\r\nx-forwarded-for: ::1\r\nx-forwarded-proto: http\r\nx-forwarded-host: a\r\n\r\n");
     const abs = parseRequest("GET http://b.test/p?q HTTP/1.1\r\nHost: ignored", "1.2.3.4");
     expect([abs.host, abs.path]).toEqual(["b.test", "/p?q"]);
-    expect(abs.forward).toStartWith("GET /p?q HTTP/1.1\r\nHost: ignored\r\n");
+    expect(abs.forward).toStartWith("GET /p?q HTTP/1.1\r\nhost: b.test\r\nx-forwarded-for: 1.2.3.4\r\n");
+    expect(parseRequest("GET http://c.test HTTP/1.0", "1.2.3.4").forward).toStartWith("GET / HTTP/1.0\r\nhost: c.test\r\n");
     expect(parseRequest("GET / HTTP/1.0", "1.2.3.4").close).toBe(true);
     expect(parseRequest("GET / HTTP/1.0\r\nConnection: keep-alive", "1.2.3.4").close).toBe(false);
     expect(() => parseRequest("GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked", "x")).toThrow(HttpError);

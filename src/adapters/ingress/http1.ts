@@ -276,14 +276,16 @@ export function parseRequest(head: string, ip: string): RequestHead {
   // Most heads go out as they came, followed by forwardedFields (the caller appends them to the
   // bytes it has); the others are rebuilt here.
   let forward: string | null = null;
-  if (f?.rewrite || target !== sent) {
+  const absolute = target !== sent;
+  if (f?.rewrite || absolute) {
     let out = head;
-    if (f?.rewrite) {
+    if (f?.rewrite || (absolute && f !== null && f.hosts > 0)) {
+      // An absolute-form target names the host: the Host field sent with it is replaced (RFC 9112 §3.2.2).
       const extra = connection === null ? null : new Set(tokens(connection));
-      out = without(head, nl, (name) => name !== "host" && (REQUEST_DROP.has(name) || (extra !== null && extra.has(name))));
+      out = without(head, nl, (name) => (name === "host" ? absolute : REQUEST_DROP.has(name) || (extra !== null && extra.has(name))));
       if (websocket) out += "\r\nupgrade: websocket\r\nconnection: upgrade";
     }
-    if (target !== sent) out = `${method} ${target}${out.slice(line[1])}`;
+    if (absolute) out = `${method} ${target}${out.slice(line[1])}\r\nhost: ${host}`;
     forward = out + forwardedFields(f?.forwardedFor ?? null, ip, host);
   }
   return { method, target, path, http10, host, body, close, websocket, ascii, forward };
