@@ -1,5 +1,5 @@
 import { describe, test, expect, beforeEach, afterEach } from "bun:test";
-import { readdirSync, rmSync, writeFileSync, utimesSync, existsSync, readFileSync } from "node:fs";
+import { readdirSync, rmSync, writeFileSync, utimesSync, existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { FsBlobStore, sha256Hex, isDigest } from "./store";
 import { OpsError } from "../errors";
@@ -34,6 +34,32 @@ async function listAll(): Promise<string[]> {
 }
 
 describe("FsBlobStore.put", () => {
+  test("bytes in memory that the store has are not written again; refused ones leave no temp file", async () => {
+    const bytes = new TextEncoder().encode("layer bytes");
+    const first = await store.put(bytes);
+    expect(first.created).toBe(true);
+    const file = store.pathOf(first.digest);
+    const old = new Date(Date.UTC(2020, 0, 1));
+    utimesSync(file, old, old);
+    const again = await store.put(bytes, { expectDigest: first.digest });
+    expect(again).toEqual({ digest: first.digest, size: bytes.byteLength, created: false });
+    expect(statSync(file).mtimeMs).toBe(old.getTime());
+    await expect(store.put(bytes, { expectDigest: sha256Hex("other") })).rejects.toThrow("does not match its declared digest");
+    await expect(store.put(new Uint8Array(10), { maxBytes: 9 })).rejects.toThrow("larger than the limit");
+    expect(tmpFiles()).toEqual([]);
+  });
+
+  test("puts started together all land complete (their fsyncs overlap), in new and existing shards", async () => {
+    const blobs = Array.from({ length: 12 }, (_, i) => new TextEncoder().encode(`blob ${i} `.repeat(1000 + i)));
+    const res = await Promise.all(blobs.map((b, i) => (i % 2 ? store.put(b) : store.put(new Blob([b])))));
+    for (const [i, r] of res.entries()) {
+      expect(r.created).toBe(true);
+      expect(new Uint8Array(readFileSync(store.pathOf(r.digest)))).toEqual(blobs[i]);
+    }
+    expect(await listAll()).toEqual(res.map((r) => r.digest).sort());
+    expect(tmpFiles()).toEqual([]);
+  });
+
   test("from a string, bytes, an ArrayBuffer, a Blob and a stream: digest + size", async () => {
     const text = "hello, ops";
     const digest = sha256Hex(text);

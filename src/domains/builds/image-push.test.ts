@@ -103,6 +103,44 @@ describe("pushImage", () => {
     expect(t.core.db.select().from(auditLog).all().length).toBe(before + 1);
   });
 
+  test("every blob and the manifest's bytes are durable in the store before the version that names them is visible", async () => {
+    const repo = `${cast.project.slug}/ordered`;
+    const store = t.core.blobs;
+    const put = store.put.bind(store);
+    const seen: Array<{ digest: string; versionVisible: boolean }> = [];
+    store.put = async (source, opts) => {
+      const res = await put(source, opts);
+      // When a put resolves its file is at its final name; the version must not be committed yet.
+      expect(store.open(res.digest)).not.toBeNull();
+      seen.push({ digest: res.digest, versionVisible: (await storedManifest(t.core, repo, "ordered")) !== null });
+      return res;
+    };
+    try {
+      const pushed = await pushImage(t.core, pushOf(img, repo, "ordered"));
+      expect(pushed.digest).toBe(img.manifest.digest);
+    } finally {
+      store.put = put;
+    }
+    expect(seen.map((s) => `sha256:${s.digest}`).sort()).toEqual([img.manifest.digest, img.layer.digest, img.config.digest].sort());
+    expect(seen.every((s) => !s.versionVisible)).toBe(true);
+    const manifest = await storedManifest(t.core, repo, "ordered");
+    expect(manifest?.bytes).toEqual(img.manifest.bytes);
+    expect(new Uint8Array(await storedBlob(t.core, repo, img.layer.digest)!.arrayBuffer())).toEqual(new Uint8Array(readFileSync(img.layer.file)));
+  });
+
+  test("a push whose blob is refused leaves no version, no link and no manifest bytes behind", async () => {
+    const repo = `${cast.project.slug}/refused`;
+    const lie = pushOf(img, repo, "r1");
+    const other = new TextEncoder().encode(`{"other":${Date.now()}}`);
+    lie.manifest = new TextEncoder().encode(new TextDecoder().decode(img.manifest.bytes).replace("{", `{"annotations":{"n":"${Date.now()}"},`));
+    lie.blobs[1] = { ...lie.blobs[1], source: { bytes: other } };
+    const manifestHex = new Bun.CryptoHasher("sha256").update(lie.manifest).digest("hex");
+    await expect(pushImage(t.core, lie)).rejects.toThrow("does not match its declared digest");
+    expect(await storedManifest(t.core, repo, "r1")).toBeNull();
+    expect(storedBlob(t.core, repo, img.layer.digest)).toBeNull();
+    expect(t.core.blobs.open(manifestHex)).toBeNull();
+  });
+
   test("refused like an HTTP push: a blob that is not what it claims, a manifest naming a missing blob, a bad name, an unknown or archived project", async () => {
     const repo = `${cast.project.slug}/bad`;
     const lie = pushOf(img, repo, "x1");

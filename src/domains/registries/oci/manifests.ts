@@ -9,10 +9,10 @@ import { and, asc, eq } from "drizzle-orm";
 import type { Core } from "../../../core/core";
 import { auditAllowed, type AuditActor } from "../../../core/audit";
 import { tx } from "../../../core/db/client";
-import { sha256Hex } from "../../../core/blobs/store";
+import { sha256Hex, type PutResult } from "../../../core/blobs/store";
 import { packages, packageVersions, packageFiles, packageTags } from "../shared/tables";
 import type { PackageRow, VersionRow } from "../shared/claims";
-import { putBlob, discardBlob } from "../shared/blobs";
+import { recordBlob, discardBlob } from "../shared/blobs";
 import { setTagIn } from "../shared/publish";
 import { readBodyWithLimit } from "../shared/body";
 import { ociError } from "./access";
@@ -122,12 +122,21 @@ export interface ManifestPusher {
   context?: Record<string, string | number | boolean | null>;
 }
 
+export interface StoreManifestOptions {
+  /**
+   * The manifest's bytes are already durable in the blob store (an in-process push writes them
+   * beside its layers, so their fsyncs overlap): recorded with the version, not written again.
+   * The caller discards them when this throws.
+   */
+  written?: PutResult;
+}
+
 /**
  * Validate and store a manifest's bytes as a version of `repo`, tagged when `reference` is a tag,
  * audited as `packages.publish` in the same transaction; returns its digest. Shared by the HTTP
  * push and the in-process push (push.ts), so both validate and audit alike.
  */
-export async function storeManifest(core: Core, repo: PackageRow, reference: string, bytes: Uint8Array, contentType: string, pusher: ManifestPusher): Promise<string> {
+export async function storeManifest(core: Core, repo: PackageRow, reference: string, bytes: Uint8Array, contentType: string, pusher: ManifestPusher, opts: StoreManifestOptions = {}): Promise<string> {
   const isDigestRef = reference.startsWith("sha256:");
   if (isDigestRef) digestHex(reference);
   else if (!TAG.test(reference)) throw ociError(400, "TAG_INVALID", `"${reference}" is not a valid tag.`, { tag: reference });
@@ -177,10 +186,12 @@ export async function storeManifest(core: Core, repo: PackageRow, reference: str
   const commit = await revisionOf(core, doc);
   // A cosign signature (tag sha256-<hex>.sig) is an artifact of an image, not an image: reads skip it.
   const isSignature = !isIndex && (doc.layers ?? []).length > 0 && (doc.layers ?? []).every((l) => l.mediaType === "application/vnd.dev.cosign.simplesigning.v1+json");
-  const put = await putBlob(core, bytes);
+  if (opts.written && opts.written.digest !== hex) throw new Error(`storeManifest: the written blob ${opts.written.digest} is not the manifest ${hex}`);
+  const put = opts.written ?? (await core.blobs.put(bytes));
   try {
     tx(core.db, (t) => {
       const now = core.clock.now();
+      recordBlob(core, hex, bytes.byteLength, t);
       let version = t.select().from(packageVersions).where(and(eq(packageVersions.packageId, repo.id), eq(packageVersions.versionKey, digest))).get();
       if (!version) {
         version = t
@@ -216,7 +227,7 @@ export async function storeManifest(core: Core, repo: PackageRow, reference: str
       );
     });
   } catch (e) {
-    await discardBlob(core, put);
+    if (!opts.written) await discardBlob(core, put);
     throw e;
   }
   return digest;

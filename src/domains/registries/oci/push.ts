@@ -13,7 +13,8 @@
 import { OpsError } from "../../../core/errors";
 import type { Core } from "../../../core/core";
 import type { BlobSource } from "../../../core/blobs/store";
-import { putBlob, discardBlob } from "../shared/blobs";
+import { recordBlob, discardBlob } from "../shared/blobs";
+import { tx } from "../../../core/db/client";
 import { isValidOciName } from "../shared/names";
 import { and, eq } from "drizzle-orm";
 import { packageFiles } from "../shared/tables";
@@ -64,24 +65,64 @@ function sourceOf(blob: PushBlob): BlobSource {
   return "bytes" in blob.source ? blob.source.bytes : Bun.file(blob.source.file);
 }
 
-/** Push an image into the embedded registry (see the file comment); returns its manifest digest. */
+/**
+ * Push an image into the embedded registry (see the file comment); returns its manifest digest.
+ *
+ * The blobs the repository lacks and the manifest's own bytes are written together, so their
+ * fsyncs overlap (each `put` is durable when it resolves); then one transaction records them in
+ * the ledger and links the blobs, and only then does `storeManifest` commit the version that
+ * refers to them. A blob is thus on disk before any row names it, as with an HTTP push.
+ */
 export async function pushImage(core: Core, push: ImagePush): Promise<PushedImage> {
   checkRepository(core, push.repository);
   const repo = ensureRepository(core, push.repository, push.pusher.subject);
   let sizeBytes = 0;
+  const missing: PushBlob[] = [];
   for (const blob of push.blobs) {
-    const hex = digestHex(blob.digest);
     sizeBytes += blob.size;
+    const hex = digestHex(blob.digest);
     const link = linkedBlob(core.db, repo.id, hex);
-    if (link && link.size === blob.size && core.blobs.open(hex)) continue;
-    const put = await putBlob(core, sourceOf(blob), { expectDigest: hex, maxBytes: core.config.maxBlobBytes });
-    if (put.size !== blob.size) {
-      await discardBlob(core, put);
-      throw new OpsError("validation_failed", `Blob ${blob.digest} is ${put.size} bytes, the push says ${blob.size}.`);
-    }
-    linkBlob(core, core.db, repo.id, hex, put.size);
+    if (!(link && link.size === blob.size && core.blobs.open(hex))) missing.push(blob);
   }
-  const digest = await storeManifest(core, repo, push.tag ?? `sha256:${new Bun.CryptoHasher("sha256").update(push.manifest).digest("hex")}`, push.manifest, push.mediaType, push.pusher);
+  const writes = await Promise.allSettled([
+    core.blobs.put(push.manifest),
+    ...missing.map((blob) => core.blobs.put(sourceOf(blob), { expectDigest: digestHex(blob.digest), maxBytes: core.config.maxBlobBytes })),
+  ]);
+  const written = writes.flatMap((w) => (w.status === "fulfilled" ? [w.value] : []));
+  const discardAll = async () => {
+    for (const put of written) await discardBlob(core, put);
+  };
+  const failed = writes.find((w) => w.status === "rejected");
+  if (failed) {
+    await discardAll();
+    throw failed.reason;
+  }
+  const [manifestPut, ...blobPuts] = written;
+  const wrongSize = missing.findIndex((blob, i) => blobPuts[i].size !== blob.size);
+  if (wrongSize >= 0) {
+    await discardAll();
+    throw new OpsError("validation_failed", `Blob ${missing[wrongSize].digest} is ${blobPuts[wrongSize].size} bytes, the push says ${missing[wrongSize].size}.`);
+  }
+  try {
+    tx(core.db, (t) => {
+      recordBlob(core, manifestPut.digest, manifestPut.size, t);
+      for (const put of blobPuts) {
+        recordBlob(core, put.digest, put.size, t);
+        linkBlob(core, t, repo.id, put.digest, put.size);
+      }
+    });
+  } catch (e) {
+    await discardAll();
+    throw e;
+  }
+  let digest: string;
+  try {
+    digest = await storeManifest(core, repo, push.tag ?? `sha256:${manifestPut.digest}`, push.manifest, push.mediaType, push.pusher, { written: manifestPut });
+  } catch (e) {
+    // The layers stay linked, as after an HTTP push whose manifest was refused; the manifest goes.
+    await discardBlob(core, manifestPut);
+    throw e;
+  }
   return { repository: push.repository, digest, sizeBytes };
 }
 

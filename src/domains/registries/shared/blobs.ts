@@ -19,9 +19,9 @@ export async function putBlob(core: Core, source: BlobSource, opts: PutOptions =
   return res;
 }
 
-/** Record a blob in the ledger (idempotent). */
-export function recordBlob(core: Core, digest: string, size: number): void {
-  core.db.insert(registryBlobs).values({ digest, size, createdAt: core.clock.now() }).onConflictDoNothing().run();
+/** Record a blob in the ledger (idempotent); `q` is the transaction to do it in, if any. */
+export function recordBlob(core: Core, digest: string, size: number, q: Queryable = core.db): void {
+  q.insert(registryBlobs).values({ digest, size, createdAt: core.clock.now() }).onConflictDoNothing().run();
 }
 
 /** True when any row of this domain refers to `digest`. */
