@@ -4,7 +4,7 @@
  * found here: the runtime test relies on it).
  */
 import { describe, test, expect } from "bun:test";
-import { detectMemoryController } from "../src/adapters/sandbox/cgroups";
+import { detectMemoryController, joinArgv, joinFile } from "../src/adapters/sandbox/cgroups";
 
 describe("memory controller detection", () => {
   test("no cgroup mounted: not available, with the reason", () => {
@@ -22,5 +22,26 @@ describe("memory controller detection", () => {
     const r = detectMemoryController();
     if (!r.ok) throw new Error(r.reason);
     expect(r.controller.base.endsWith("/ops-replicas")).toBe(true);
+  });
+
+  test("a replica's join (given its cgroup.procs, as the runtime passes it) puts the shell and what it forks in the group; v1 joins through tasks", async () => {
+    const r = detectMemoryController();
+    if (!r.ok) throw new Error(r.reason);
+    const cg = r.controller.create(`join-test-${process.pid}`, 1 << 27);
+    try {
+      expect(joinFile(cg.procsFile)).toBe(cg.version === 1 ? `${cg.dir}/tasks` : cg.procsFile);
+      expect(joinFile(cg)).toBe(joinFile(cg.procsFile));
+      const groupOf = (text: string) => text.split("\n").find((l) => (cg.version === 1 ? /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l) : l.startsWith("0::")))?.replace(/^\d+:[^:]*:/, "");
+      const proc = Bun.spawn([...joinArgv(cg.procsFile), "/bin/sh", "-c", "cat /proc/self/cgroup; echo --; /bin/sh -c 'cat /proc/self/cgroup'"], { stdout: "pipe", stderr: "pipe" });
+      const out = await new Response(proc.stdout).text();
+      expect(await proc.exited).toBe(0);
+      const [own, child] = out.split("--\n");
+      expect(cg.dir.endsWith(groupOf(own)!)).toBe(true);
+      expect(cg.dir.endsWith(groupOf(child)!)).toBe(true);
+      const refused = Bun.spawn([...joinArgv("/proc/self/no-such-group/cgroup.procs"), "true"], { stdout: "pipe", stderr: "pipe" });
+      expect(await refused.exited).toBe(125);
+    } finally {
+      await cg.remove();
+    }
   });
 });

@@ -4,7 +4,6 @@
  * cgroup), and tell an OOM kill, a timeout, a cancel and a failing exit apart.
  */
 import { rmdirSync } from "node:fs";
-import path from "node:path";
 import { startCommand } from "../runtime/process";
 import { createMemoryCgroup, joinArgv, type MemoryCgroup } from "../sandbox/cgroups";
 import type { MemoryEnforcement } from "./types";
@@ -26,17 +25,12 @@ export function memoryLimit(memoryMb: number, name: string): MemorySetup {
 }
 
 /**
- * The argv prefix that puts a command into the build's group before it execs. On cgroup v1 the
- * shell moves only itself, by writing 0 (the writing thread) to `tasks`: it is single-threaded and
- * everything it execs and forks inherits the group, as with `cgroup.procs`. Writing a pid to
- * `cgroup.procs` takes the kernel's global threadgroup lock for writing, which waits for an RCU
- * grace period whenever no other move happened just before: 6-10 ms per command on the
- * development machine (once per build command), against 0.3 ms for the thread's own move. v2 keeps
- * `cgroup.procs` (its thread files need a threaded subtree).
+ * The argv prefix that puts a command into the build's group before it execs (on cgroup v1 the
+ * shell moves only itself through `tasks`, without the RCU wait of a `cgroup.procs` write: see
+ * cgroups.ts `joinFile`).
  */
 export function builderJoinArgv(cgroup: MemoryCgroup): string[] {
-  if (cgroup.version !== 1) return joinArgv(cgroup);
-  return ["/bin/sh", "-c", 'echo 0 > "$0" || { echo "ops: could not join the memory cgroup" >&2; exit 125; }; exec "$@"', path.join(cgroup.dir, "tasks")];
+  return joinArgv(cgroup);
 }
 
 /**

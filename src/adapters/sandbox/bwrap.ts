@@ -23,7 +23,7 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, type Stats } from "node:fs";
 import path from "node:path";
 import { descendants } from "../runtime/process";
-import { joinArgv } from "./cgroups";
+import { joinArgv, joinFile, JOIN_SHELL } from "./cgroups";
 import { dropPrivilegesArgv, runsAsRoot, SANDBOX_GID, SANDBOX_UID, HOST_UNPRIVILEGED_ID, type SandboxTools } from "./users";
 
 export interface Mount {
@@ -51,7 +51,7 @@ export interface SandboxOptions {
   imageRoot?: string;
   /** Empty writable tmpfs mounts (a replica's `/tmp`). */
   tmpfs?: readonly string[];
-  /** cgroup.procs of a memory group to join before anything runs. */
+  /** cgroup.procs of a memory group to join before anything runs (through `tasks` on v1: see cgroups.ts `joinFile`). */
   cgroupProcs?: string | null;
 }
 
@@ -83,7 +83,7 @@ export const PRIVATE_MOUNT = "/tmp/ops-sandbox-image";
 const WRAPPER = [
   'root="$1"; mnt="$2"; procs="$3"; shift 3',
   'mount --bind "$root" "$mnt" && mount -o remount,bind,ro "$mnt" || { echo "ops: could not mount the image for the sandbox" >&2; exit 125; }',
-  '[ -z "$procs" ] || echo $$ > "$procs" || { echo "ops: could not join the memory cgroup" >&2; exit 125; }',
+  `J="$procs"; [ -z "$J" ] || { ${JOIN_SHELL}; } || { echo "ops: could not join the memory cgroup" >&2; exit 125; }`,
   'exec "$@"',
 ].join("\n");
 
@@ -160,7 +160,7 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   const drop = asRoot ? dropPrivilegesArgv(tools.setpriv as string, opts.hostUser ?? { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID }) : [];
   if (privateImage) {
     ensureMountPoint();
-    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", opts.imageRoot as string, PRIVATE_MOUNT, opts.cgroupProcs ?? "", ...drop, ...bwrap];
+    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", opts.imageRoot as string, PRIVATE_MOUNT, opts.cgroupProcs ? joinFile(opts.cgroupProcs) : "", ...drop, ...bwrap];
   }
   const join = opts.cgroupProcs ? joinArgv(opts.cgroupProcs) : [];
   return [...join, ...drop, ...bwrap];
