@@ -147,6 +147,32 @@ describe("push to a signed image", () => {
     expect(status).toMatchObject({ kind: "status", sha: pushed.sha, name: "ops/production/web", state: "success" });
   });
 
+  test("each state of the build got its own commit status, in order, beside the one check run", async () => {
+    const statuses = t.core.db.select().from(gitRecords).where(and(eq(gitRecords.kind, "status"), eq(gitRecords.sha, pushed.sha), eq(gitRecords.name, "ops/production/web"))).all();
+    expect(statuses.at(-1)!.state).toBe("success");
+    expect(statuses.slice(0, -1).every((s) => s.state === "pending")).toBe(true);
+    expect(statuses.length).toBeGreaterThanOrEqual(5);
+    const checks = t.core.db.select().from(gitRecords).where(and(eq(gitRecords.kind, "check_run"), eq(gitRecords.sha, pushed.sha), eq(gitRecords.name, "ops/production/web"))).all();
+    expect(checks.length).toBe(1);
+  });
+
+  test("a report whose check run is gone from the built-in host still sets the commit status (and keeps the build's check run id)", async () => {
+    const { reportToHost } = await import("../src/domains/builds/host");
+    const { builds } = await import("../src/domains/builds/tables");
+    const before = t.core.db.select().from(builds).where(eq(builds.id, pushed.id)).get()!;
+    const saved = t.core.db.select().from(gitRecords).where(eq(gitRecords.id, before.hostCheckRunId!)).get()!;
+    t.core.db.delete(gitRecords).where(eq(gitRecords.id, saved.id)).run();
+    try {
+      await reportToHost(t.core, pushed.id);
+      const after = t.core.db.select().from(builds).where(eq(builds.id, pushed.id)).get()!;
+      expect(after.hostCheckRunId).toBe(before.hostCheckRunId);
+      expect(after.hostStatusId).toBeGreaterThan(before.hostStatusId!);
+      expect(t.core.db.select().from(gitRecords).where(eq(gitRecords.id, after.hostStatusId!)).get()).toMatchObject({ kind: "status", sha: pushed.sha, state: "success" });
+    } finally {
+      t.core.db.insert(gitRecords).values(saved).run();
+    }
+  });
+
   test("the work dir is gone; the log pages by after/limit with next and live", async () => {
     const { existsSync } = await import("node:fs");
     expect(existsSync(path.join(t.dataDir, "run", "builds", String(pushed.id)))).toBe(false);

@@ -18,6 +18,7 @@
  */
 import type { AnyElysia } from "elysia";
 import type { ErrorStyle } from "../../core/core";
+import type { Tx } from "../../core/db/client";
 
 /** Which implementation a host is (`OPS_CODE_HOST`). */
 export type CodeHostKind = "builtin" | "github";
@@ -206,6 +207,14 @@ export type PushHandler = (push: HostPush) => void | Promise<void>;
 /** The all-zero sha git uses for "no commit" in ref updates. */
 export const ZERO_SHA = "0000000000000000000000000000000000000000";
 
+/** A build's state for `recordReportIn`: its check run (null: not created yet) and a commit status. */
+export interface BuildReport {
+  checkRunId: number | null;
+  check: CheckRunInput;
+  sha: string;
+  status: CommitStatusInput;
+}
+
 /** The code-host adapter. One instance per Core (`codeHostFor`). */
 export interface CodeHost {
   /** Which implementation this is (for logs and `/host/app`; domains never branch on it). */
@@ -252,6 +261,15 @@ export interface CodeHost {
   updateCheckRun(ref: RepoRef, id: number, input: Partial<Omit<CheckRunInput, "headSha">>): Promise<void>;
   /** Set a commit status; returns the host's id. */
   setCommitStatus(ref: RepoRef, sha: string, input: CommitStatusInput): Promise<number>;
+  /**
+   * Only a host whose records live in ops's own database (the built-in host): a build's report —
+   * its check run updated (created when `checkRunId` is null) and a new commit status — written
+   * in the caller's transaction `t`, so that a report and the caller's own bookkeeping are one
+   * commit instead of one each. A check run that cannot be updated any more is named in
+   * `checkRunError` (its id comes back null) and the status is set all the same, as with the
+   * separate calls.
+   */
+  recordReportIn?(t: Tx, ref: RepoRef, report: BuildReport): { checkRunId: number | null; statusId: number; checkRunError: string | null };
   /** Record a deployment of a commit to an environment; returns the host's id. */
   createDeployment(ref: RepoRef, input: DeploymentInput): Promise<number>;
   /** Add a status to a deployment; returns the host's id. */

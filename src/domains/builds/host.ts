@@ -8,6 +8,7 @@
  */
 import { eq } from "drizzle-orm";
 import type { Core } from "../../core/core";
+import { tx } from "../../core/db/client";
 import { codeHostFor } from "../../adapters/codehost";
 import type { CheckRunInput, CommitStatusInput, RepoRef } from "../../adapters/codehost/types";
 import { sourceById } from "../sources/service";
@@ -114,6 +115,22 @@ async function send(core: Core, buildId: number): Promise<void> {
   const ref = repoOf(core, row);
   if (!ref) return;
   const input = checkInput(core, row);
+  if (host.recordReportIn) {
+    // The built-in host: the check run, the status and their ids on the build in one commit.
+    try {
+      tx(core.db, (t) => {
+        const r = host.recordReportIn!(t, ref, { checkRunId: row.hostCheckRunId, check: { ...input, headSha: row.commitSha }, sha: row.commitSha, status: statusInput(core, row) });
+        if (r.checkRunError) core.log.warn("build check run not reported to the code host", { build: row.id, status: row.status, err: r.checkRunError });
+        t.update(builds)
+          .set(r.checkRunId !== null && row.hostCheckRunId === null ? { hostCheckRunId: r.checkRunId, hostStatusId: r.statusId } : { hostStatusId: r.statusId })
+          .where(eq(builds.id, row.id))
+          .run();
+      });
+    } catch (e) {
+      core.log.warn("build not reported to the code host", { build: row.id, status: row.status, err: (e as Error).message });
+    }
+    return;
+  }
   try {
     if (row.hostCheckRunId === null) {
       const id = await bounded(host.createCheckRun(ref, { ...input, headSha: row.commitSha }));

@@ -118,6 +118,19 @@ export function createBuiltinHost(core: Core): CodeHost {
     createCheckRun: async (ref, input) => (dirOf(ref), records.createCheckRun(core, ref.repo, input)),
     updateCheckRun: async (ref, id, input) => records.updateCheckRun(core, ref.repo, id, input),
     setCommitStatus: async (ref, sha, input) => (dirOf(ref), records.setCommitStatus(core, ref.repo, sha, input)),
+    recordReportIn(t, ref, report) {
+      dirOf(ref);
+      let checkRunId = report.checkRunId;
+      let checkRunError: string | null = null;
+      try {
+        if (checkRunId === null) checkRunId = records.createCheckRun(core, ref.repo, report.check, t);
+        else records.updateCheckRun(core, ref.repo, checkRunId, report.check, t);
+      } catch (e) {
+        checkRunError = (e as Error).message;
+        checkRunId = null;
+      }
+      return { checkRunId, statusId: records.setCommitStatus(core, ref.repo, report.sha, report.status, t), checkRunError };
+    },
     createDeployment: async (ref, input) => (dirOf(ref), records.createDeployment(core, ref.repo, input)),
     createDeploymentStatus: async (ref, id, input) => records.createDeploymentStatus(core, ref.repo, id, input),
     repoUrl: (repo) => `${base}/git/${repo}`,

@@ -4,7 +4,7 @@
  */
 import { and, desc, eq } from "drizzle-orm";
 import type { Core } from "../../../core/core";
-import { tx } from "../../../core/db/client";
+import { tx, type Queryable } from "../../../core/db/client";
 import { OpsError } from "../../../core/errors";
 import type { CheckRunInput, CommitStatusInput, DeploymentInput, DeploymentStatusInput } from "../types";
 import { gitOwners, gitPulls, gitRecords } from "./tables";
@@ -63,45 +63,48 @@ export function finishPull(core: Core, repo: string, number: number, state: "mer
 
 type RecordKind = (typeof gitRecords.$inferInsert)["kind"];
 
-function insertRecord(core: Core, repo: string, kind: RecordKind, v: { sha: string; parentId?: number; name: string; state: string; conclusion?: string | null; detail: Record<string, unknown> }): number {
+function insertRecord(core: Core, repo: string, kind: RecordKind, v: { sha: string; parentId?: number; name: string; state: string; conclusion?: string | null; detail: Record<string, unknown> }, q: Queryable = core.db): number {
   const now = core.clock.now();
-  return core.db
+  return q
     .insert(gitRecords)
     .values({ repo, kind, sha: v.sha, parentId: v.parentId ?? null, name: v.name, state: v.state, conclusion: v.conclusion ?? null, detail: JSON.stringify(v.detail), createdAt: now, updatedAt: now })
     .returning({ id: gitRecords.id })
     .get().id;
 }
 
-function findRecord(core: Core, repo: string, kind: RecordKind, id: number) {
-  return core.db.select().from(gitRecords).where(and(eq(gitRecords.id, id), eq(gitRecords.repo, repo), eq(gitRecords.kind, kind))).get() ?? null;
+function findRecord(core: Core, repo: string, kind: RecordKind, id: number, q: Queryable = core.db) {
+  return q.select().from(gitRecords).where(and(eq(gitRecords.id, id), eq(gitRecords.repo, repo), eq(gitRecords.kind, kind))).get() ?? null;
 }
 
-export function createCheckRun(core: Core, repo: string, input: CheckRunInput): number {
+/** Create a check run (in `q`'s transaction when given). */
+export function createCheckRun(core: Core, repo: string, input: CheckRunInput, q: Queryable = core.db): number {
   return insertRecord(core, repo, "check_run", {
     sha: input.headSha,
     name: input.name,
     state: input.status,
     conclusion: input.conclusion ?? null,
     detail: { title: input.title ?? null, summary: input.summary ?? null, details_url: input.detailsUrl ?? null },
-  });
+  }, q);
 }
 
-export function updateCheckRun(core: Core, repo: string, id: number, input: Partial<Omit<CheckRunInput, "headSha">>): void {
-  const row = findRecord(core, repo, "check_run", id);
+/** Update a check run (in `q`'s transaction when given); 404 when it is not there. */
+export function updateCheckRun(core: Core, repo: string, id: number, input: Partial<Omit<CheckRunInput, "headSha">>, q: Queryable = core.db): void {
+  const row = findRecord(core, repo, "check_run", id, q);
   if (!row) throw new OpsError("not_found", `No check run ${id} on ${repo}.`);
   const detail = JSON.parse(row.detail) as Record<string, unknown>;
   if (input.title !== undefined) detail.title = input.title;
   if (input.summary !== undefined) detail.summary = input.summary;
   if (input.detailsUrl !== undefined) detail.details_url = input.detailsUrl;
-  core.db
+  q
     .update(gitRecords)
     .set({ name: input.name ?? row.name, state: input.status ?? row.state, conclusion: input.conclusion ?? row.conclusion, detail: JSON.stringify(detail), updatedAt: core.clock.now() })
     .where(eq(gitRecords.id, id))
     .run();
 }
 
-export function setCommitStatus(core: Core, repo: string, sha: string, input: CommitStatusInput): number {
-  return insertRecord(core, repo, "status", { sha, name: input.context, state: input.state, detail: { description: input.description ?? null, target_url: input.targetUrl ?? null } });
+/** Add a commit status (in `q`'s transaction when given). */
+export function setCommitStatus(core: Core, repo: string, sha: string, input: CommitStatusInput, q: Queryable = core.db): number {
+  return insertRecord(core, repo, "status", { sha, name: input.context, state: input.state, detail: { description: input.description ?? null, target_url: input.targetUrl ?? null } }, q);
 }
 
 export function createDeployment(core: Core, repo: string, input: DeploymentInput): number {
