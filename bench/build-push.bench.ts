@@ -69,7 +69,8 @@ async function pushAndWait(api: Api, slug: string, work: string, gitEnv: Record<
 }
 
 export async function run(_ctx?: BenchContext, rounds = 3): Promise<string> {
-  const binary = ensureBinary();
+  // OPS_BENCH_BINARY runs another build of ops (to compare two builds on the same machine and load).
+  const binary = process.env.OPS_BENCH_BINARY ?? ensureBinary();
   const root = mkdtempSync(path.join(tmpdir(), "ops-bench-push-"));
   chmodSync(root, 0o755);
   const app = sampleApp(path.join(root, "source"));
