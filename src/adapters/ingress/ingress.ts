@@ -583,19 +583,29 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     clientFlow(c);
   }
 
-  /** The exchange is over: its connection goes back to the pool and the client's next request starts. */
-  function finish(ex: Exchange): void {
-    if (ex.finished) return;
+  /**
+   * End the exchange's hold on its client and its replica connection, which goes back to the pool
+   * when `keep` and it can carry another request (else it is closed). Returns the client.
+   */
+  function settle(ex: Exchange, keep: boolean): Client {
     ex.finished = true;
     uncount(ex);
-    if (downUntil.size > 0) downUntil.delete(ex.key);
     const c = ex.client;
     c.ex = null;
     const u = ex.up;
     if (u) {
       u.ex = null;
+      if (!keep) u.reusable = false;
       release(u);
     }
+    return c;
+  }
+
+  /** The exchange is over: its connection goes back to the pool and the client's next request starts. */
+  function finish(ex: Exchange): void {
+    if (ex.finished) return;
+    if (downUntil.size > 0) downUntil.delete(ex.key);
+    const c = settle(ex, true);
     if (c.closeAfter || ex.req.close || ex.res?.body === -2 || stopping) {
       c.buf = null;
       endClient(c);
@@ -608,16 +618,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
   /** The exchange cannot go on: answer with `page` if nothing was answered yet, else cut the client. */
   function fail(ex: Exchange, page: Page): void {
     if (ex.finished) return;
-    ex.finished = true;
-    uncount(ex);
-    const c = ex.client;
-    c.ex = null;
-    const u = ex.up;
-    if (u) {
-      u.ex = null;
-      u.reusable = false;
-      release(u);
-    }
+    const c = settle(ex, false);
     if (ex.answered) {
       c.buf = null;
       c.socket.terminate();
@@ -777,17 +778,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
       u.replica.websockets--;
       u.socket.end();
     }
-    const ex = c.ex;
-    if (ex) {
-      c.ex = null;
-      ex.finished = true;
-      uncount(ex);
-      if (ex.up) {
-        ex.up.ex = null;
-        ex.up.reusable = false;
-        ex.up.socket.end();
-      }
-    }
+    if (c.ex) settle(c.ex, false);
   }
 
   const ingress: Ingress = {
