@@ -13,7 +13,7 @@ import type { Socket, TCPSocketListener } from "bun";
 import { createHash } from "node:crypto";
 import { createIngress, type Ingress } from "../src/adapters/ingress/ingress";
 import { FrameTracker } from "../src/adapters/ingress/ws-frames";
-import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponse, parseResponseHead } from "../src/adapters/ingress/http1";
+import { ChunkedScanner, HttpError, forwardedFields, parseRequest, parseResponseHead, type ResponseHead } from "../src/adapters/ingress/http1";
 
 interface Raw {
   port: number;
@@ -471,6 +471,14 @@ describe("idle connections", () => {
     }
   }, 20_000);
 });
+
+/** `parseResponseHead` of a whole head given as a string without its blank line. */
+function parseResponse(head: string, method: string): ResponseHead {
+  const parsed = parseResponseHead(Buffer.from(`${head}\r\n\r\n`, "latin1"), 0, method);
+  if (!parsed) throw new HttpError(502, "the replica sent a malformed head");
+  const { end: _end, ...res } = parsed;
+  return res;
+}
 
 describe("http1", () => {
   test("request heads: framing, close, websocket, the forwarded head", () => {

@@ -417,14 +417,6 @@ export function parseResponseHead(b: Buffer, from: number, method: string): (Res
   return { status, http10, body, reusable, rewritten, end: i };
 }
 
-/** `parseResponseHead` of a whole head given as a string without its blank line. */
-export function parseResponse(head: string, method: string): ResponseHead {
-  const parsed = parseResponseHead(Buffer.from(`${head}\r\n\r\n`, "latin1"), 0, method);
-  if (!parsed) throw malformed("head");
-  const { end: _end, ...res } = parsed;
-  return res;
-}
-
 const enum C {
   Size,
   Ext,
