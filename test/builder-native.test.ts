@@ -107,6 +107,29 @@ describe("sandbox", () => {
     expect(log.lines.filter((l) => l.stream === "stdout").map((l) => l.line.trim())).toEqual(["0", "1"]);
   });
 
+  test("a step's commands share one sandbox, and the log shows each command before its own output on both streams", async () => {
+    const ctx = context({});
+    const log = collect();
+    const build = [
+      // A helper the next command talks to, as a check might start a database for the tests.
+      "sh -c 'while true; do date +%s%N > helper.tick; sleep 0.05; done' & echo $! > helper.pid; echo first-out; echo first-err >&2; printf partial",
+      "sleep 0.2; kill -0 $(cat helper.pid) && echo helper-alive; echo second-err >&2",
+      "echo third",
+    ];
+    const res = await runNativeBuild(spec({ ...ctx, build }), { onLine: log.onLine });
+    expect(res.status).toBe("succeeded");
+    const lines = log.lines.filter((l) => l.stream !== "ops" || l.line.startsWith("$ ")).map((l) => `${l.stream}:${l.line}`);
+    const at = (i: number) => lines.indexOf(`ops:$ ${build[i]}`);
+    expect(at(0)).toBe(0);
+    expect(lines.slice(1, at(1)).sort()).toEqual(["stderr:first-err", "stdout:first-out", "stdout:partial"]);
+    expect(lines.slice(at(1) + 1, at(2)).sort()).toEqual(["stderr:second-err", "stdout:helper-alive"]);
+    expect(lines.slice(at(2) + 1)).toEqual(["stdout:third"]);
+    // The step's end still ends everything it started.
+    const tick = readFileSync(path.join(ctx.contextDir, "helper.tick"), "utf8");
+    await Bun.sleep(300);
+    expect(readFileSync(path.join(ctx.contextDir, "helper.tick"), "utf8")).toBe(tick);
+  });
+
   test("without bubblewrap on the PATH the build fails as internal and says what to install", async () => {
     const ctx = context({});
     const log = collect();

@@ -162,7 +162,6 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
     for (const s of steps) {
       emit("ops", "info", `$ ${s.label}`);
       const verdict = await runLimited({
-        command: s.label,
         argv: setpriv ? [...dropPrivilegesArgv(setpriv), ...s.argv] : s.argv,
         env: sandboxed,
         cwd: spec.workDir,

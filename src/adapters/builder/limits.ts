@@ -57,8 +57,6 @@ export async function releaseLimit(cgroup: MemoryCgroup | null): Promise<void> {
 export type Verdict = { kind: "ok" } | { kind: "memory" | "timeout" | "cancelled" | "exit"; why: string };
 
 export interface LimitedCommand {
-  /** What the command is called in messages. */
-  command: string;
   argv: readonly string[];
   env: Record<string, string>;
   cwd: string;

@@ -1,6 +1,7 @@
 /**
  * The native builder: runs a service's `check` and `build` commands with `sh -c`, one after the
- * other, inside the bubblewrap sandbox (src/adapters/sandbox/) as user 1000, with the service's build
+ * other, inside the bubblewrap sandbox (src/adapters/sandbox/) as user 1000, one sandbox per step
+ * (step-script.ts), with the service's build
  * variables as the whole environment, a memory limit through cgroups (sandbox/cgroups.ts), a time limit per
  * step and the service's dependency cache mounted at the package managers' cache paths
  * (cache.ts). Output goes line by line, masked, to `onLine`; the outcome names the step that
@@ -18,6 +19,7 @@ import { memoryLimit, releaseLimit, runLimited } from "./limits";
 import { CACHE_MOUNTS, prepareCache, snapshotCache, cacheUse, type CacheSnapshot } from "./cache";
 import { findSandboxTools, handOver, sandboxDir, unreachable, writePasswd, HOST_UNPRIVILEGED_ID, SANDBOX_HOME } from "../sandbox/users";
 import { sandboxArgv, type Mount } from "../sandbox/bwrap";
+import { newStepTag, stepScriptArgv, StepOutput } from "./step-script";
 import type { BuildLine, BuildRunOptions, BuilderStep, MemoryEnforcement, NativeBuildOutcome, NativeBuildSpec, StepTiming } from "./types";
 
 /** Where the build context is mounted inside the sandbox: the image's WorkingDir. */
@@ -95,7 +97,7 @@ function outcome(run: Run, fields: Partial<NativeBuildOutcome> & Pick<NativeBuil
 }
 
 /** Set up the work dir, sandbox mounts and memory limit; a string is why the build cannot start. */
-function prepare(run: Run): { argvFor(command: string): string[]; env: Record<string, string> } | string {
+function prepare(run: Run): StepSetup | string {
   const { spec } = run;
   const tools = findSandboxTools(spec.toolPath);
   if (typeof tools === "string") return tools;
@@ -133,53 +135,72 @@ function prepare(run: Run): { argvFor(command: string): string[]; env: Record<st
   const sandboxOpts = { mounts, chdir: SANDBOX_APP, hide: spec.hide, passwd, hostname: "ops-build", user: "namespaced" as const };
   return {
     env,
-    argvFor: (command) => sandboxArgv(tools, sandboxOpts, ["sh", "-c", command]),
+    argvFor: (tag, commands) => sandboxArgv(tools, sandboxOpts, stepScriptArgv(tag, commands)),
   };
 }
 
-/** Run one step's commands; null when they all succeeded, else the failed outcome. */
-async function runStep(run: Run, step: BuilderStep, commands: readonly string[], setup: { argvFor(c: string): string[]; env: Record<string, string> }): Promise<NativeBuildOutcome | null> {
+interface StepSetup {
+  /** The sandbox argv that runs a step's commands in order (step-script.ts). */
+  argvFor(tag: string, commands: readonly string[]): string[];
+  env: Record<string, string>;
+}
+
+/**
+ * Run one step's commands, one after another in one sandbox (step-script.ts); null when they all
+ * succeeded, else the failed outcome naming the command that failed or was running.
+ */
+async function runStep(run: Run, step: BuilderStep, commands: readonly string[], setup: StepSetup): Promise<NativeBuildOutcome | null> {
   const { spec, opts } = run;
   opts.onStep?.(step);
   const startedAt = run.now();
   const deadline = Date.now() + spec.stepTimeoutSecs * 1000;
   const finish = (ok: boolean, note?: string) => run.timings.push({ step, startedAt, finishedAt: run.now(), ok, ...(note ? { note } : {}) });
   const kind = step === "checks" ? "checks" : "build";
-  for (const command of commands) {
-    if (opts.signal?.aborted) {
-      finish(false, "cancelled");
-      return outcome(run, { status: "cancelled", failedStep: step, error: "the build was cancelled" });
-    }
-    emit(run, step, "ops", "info", `$ ${command}`);
-    const verdict = await runLimited({
-      command,
-      argv: setup.argvFor(command),
-      env: setup.env,
-      cwd: spec.workDir,
-      deadline,
-      cgroup: run.cgroup,
-      signal: opts.signal,
-      onLine: (stream, line) => emit(run, step, stream, stream === "stdout" ? "info" : "warn", line),
-    });
-    if (verdict.kind === "ok") continue;
-    const shown = run.mask(command);
-    if (verdict.kind === "cancelled") {
-      emit(run, step, "ops", "error", verdict.why);
-      finish(false, "cancelled");
-      return outcome(run, { status: "cancelled", failedStep: step, failedCommand: shown, error: "the build was cancelled" });
-    }
-    const error =
-      verdict.kind === "memory"
-        ? `"${shown}" ran out of memory (limit ${spec.memoryMb} MiB)`
-        : verdict.kind === "timeout"
-          ? `the ${step === "checks" ? "checks" : "build"} step timed out after ${spec.stepTimeoutSecs}s (in "${shown}")`
-          : `"${shown}" ${verdict.why}`;
-    emit(run, step, "ops", "error", error);
-    finish(false, verdict.kind === "exit" ? verdict.why : verdict.kind);
-    return outcome(run, { status: "failed", failureKind: verdict.kind === "memory" ? "memory" : kind, failedStep: step, failedCommand: shown, timedOut: verdict.kind === "timeout", error });
+  if (commands.length === 0) {
+    finish(true);
+    return null;
   }
-  finish(true);
-  return null;
+  if (opts.signal?.aborted) {
+    finish(false, "cancelled");
+    return outcome(run, { status: "cancelled", failedStep: step, error: "the build was cancelled" });
+  }
+  const tag = newStepTag();
+  const output = new StepOutput(
+    tag,
+    commands.length,
+    (stream, line) => emit(run, step, stream, stream === "stdout" ? "info" : "warn", line),
+    (i) => emit(run, step, "ops", "info", `$ ${commands[i]}`),
+  );
+  emit(run, step, "ops", "info", `$ ${commands[0]}`);
+  const verdict = await runLimited({
+    argv: setup.argvFor(tag, commands),
+    env: setup.env,
+    cwd: spec.workDir,
+    deadline,
+    cgroup: run.cgroup,
+    signal: opts.signal,
+    onLine: (stream, line) => output.line(stream, line),
+  });
+  output.end();
+  if (verdict.kind === "ok") {
+    finish(true);
+    return null;
+  }
+  const shown = run.mask(commands[output.running]!);
+  if (verdict.kind === "cancelled") {
+    emit(run, step, "ops", "error", verdict.why);
+    finish(false, "cancelled");
+    return outcome(run, { status: "cancelled", failedStep: step, failedCommand: shown, error: "the build was cancelled" });
+  }
+  const error =
+    verdict.kind === "memory"
+      ? `"${shown}" ran out of memory (limit ${spec.memoryMb} MiB)`
+      : verdict.kind === "timeout"
+        ? `the ${step === "checks" ? "checks" : "build"} step timed out after ${spec.stepTimeoutSecs}s (in "${shown}")`
+        : `"${shown}" ${verdict.why}`;
+  emit(run, step, "ops", "error", error);
+  finish(false, verdict.kind === "exit" ? verdict.why : verdict.kind);
+  return outcome(run, { status: "failed", failureKind: verdict.kind === "memory" ? "memory" : kind, failedStep: step, failedCommand: shown, timedOut: verdict.kind === "timeout", error });
 }
 
 /**

@@ -167,7 +167,6 @@ export async function packageCrate(ctx: PackContext, plan: ModulePlan, m: Planne
   ctx.log("info", `$ cargo package --no-verify --allow-dirty   (${half.name} ${plan.version})`);
   const rustupHome = process.env.RUSTUP_HOME ?? path.join(homedir(), ".rustup");
   const verdict = await runLimited({
-    command: "cargo package",
     argv,
     env: {
       PATH: `${path.dirname(cargo)}:${DEFAULT_PATH}`,
