@@ -5,7 +5,7 @@
  * measured with the real npm client fetching from a loopback tarball server.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { tempDir } from "./harness";
@@ -128,6 +128,27 @@ describe("sandbox", () => {
     const tick = readFileSync(path.join(ctx.contextDir, "helper.tick"), "utf8");
     await Bun.sleep(300);
     expect(readFileSync(path.join(ctx.contextDir, "helper.tick"), "utf8")).toBe(tick);
+  });
+
+  test("/etc/localtime is the host's link, so Node.js names the host's time zone without reading every zone file", async () => {
+    const ctx = context({});
+    const log = collect();
+    const hostLink = lstatSync("/etc/localtime", { throwIfNoEntry: false })?.isSymbolicLink() ? readlinkSync("/etc/localtime") : null;
+    const res = await runNativeBuild(
+      spec({
+        ...ctx,
+        build: ["readlink /etc/localtime || echo not-a-link", "node -e 'console.log(Intl.DateTimeFormat().resolvedOptions().timeZone)'", "strace -f -e trace=openat,open -o /tmp/opens node -e 0", "grep -c zoneinfo/ /tmp/opens || true"],
+      }),
+      { onLine: log.onLine },
+    );
+    expect(res.status).toBe("succeeded");
+    const out = log.lines.filter((l) => l.stream === "stdout").map((l) => l.line);
+    const hostZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (hostLink === null) return; // A host without the link has nothing to keep.
+    expect(out[0]).toBe(hostLink);
+    expect(out[1]).toBe(hostZone);
+    // With the link, ICU reads the zone through it and opens no file under zoneinfo/ itself.
+    expect(Number(out[2])).toBeLessThan(3);
   });
 
   test("without bubblewrap on the PATH the build fails as internal and says what to install", async () => {

@@ -102,8 +102,28 @@ function hostBinds(): string[] {
     else if (st.isDirectory()) args.push("--ro-bind", tree, tree);
   }
   args.push("--dir", "/etc");
-  for (const f of HOST_ETC) if (existsSync(f)) args.push("--ro-bind", f, f);
+  for (const f of HOST_ETC) {
+    if (!existsSync(f)) continue;
+    const target = etcSymlinkTarget(f);
+    if (target !== null) args.push("--symlink", target, f);
+    else args.push("--ro-bind", f, f);
+  }
   return args;
+}
+
+/**
+ * The target of an /etc entry that is a symbolic link into a bound host tree (`/etc/localtime` →
+ * `/usr/share/zoneinfo/…`), recreated as the same link; null to bind the entry (a bind follows the
+ * link and mounts the file it names). The link matters: ICU (every Node.js process) names the
+ * local time zone from the link's target, and given a plain file it reads each file under
+ * /usr/share/zoneinfo to find an identical one, several milliseconds per process, and may then
+ * pick another name for the same zone.
+ */
+function etcSymlinkTarget(f: string): string | null {
+  if (!lstatSync(f).isSymbolicLink()) return null;
+  const target = readlinkSync(f);
+  const resolved = path.resolve(path.dirname(f), target);
+  return HOST_TREES.some((t) => isInside(resolved, t)) && existsSync(resolved) ? target : null;
 }
 
 /** bwrap arguments for the image's entries under `src` (the root as bwrap will see it). */
