@@ -34,6 +34,10 @@ export function gitEnv(opts: GitEnvOptions): Record<string, string> {
     ["gc.auto", "0"],
     // With gc.auto 0 the `git gc --auto` receive-pack starts after every push does nothing: not started.
     ["receive.autogc", "false"],
+    // receive-pack's connectivity check lists the refs of the object stores it borrows from with
+    // a `git for-each-ref` each. A repository of ops borrows only from itself, while a push is
+    // quarantined (its own refs, which `--all` already names): that process lists nothing new.
+    ["core.alternateRefsCommand", "true"],
   ];
   const env: Record<string, string> = {
     PATH,
