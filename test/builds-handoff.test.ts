@@ -6,7 +6,9 @@
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
+import { eq } from "drizzle-orm";
 import { expectStatus, type TestApp } from "./harness";
+import { schedulerItems } from "../src/core/tables";
 import { buildsApp, buildWorld, getBuild, logText, opsToml, SAMPLE_APP, until, type BuildWorld } from "./builds-fixtures";
 
 let t: TestApp;
@@ -51,11 +53,17 @@ describe("hand-offs between build steps", () => {
     const b = await ended(0);
     expect(b.status).toBe("healthy");
     expect(b.step_timings.map((s) => s.step)).toEqual(["clone", "checks", "build", "scan", "push", "sign", "deploy"]);
-    const steps = b.step_timings.slice(0, 6);
+    const steps = b.step_timings.slice(0, 7);
     for (let i = 1; i < steps.length; i++) {
-      // Milliseconds on a shared machine, never the tick's hour.
-      expect(Date.parse(steps[i].started_at) - Date.parse(steps[i - 1].finished_at!)).toBeLessThan(5_000);
+      // The hand-over records one step's end and the next one's start in one transaction: no gap
+      // (a few milliseconds at most between two reads of the clock), never the tick's hour.
+      expect(Date.parse(steps[i].started_at) - Date.parse(steps[i - 1].finished_at!)).toBeLessThan(100);
     }
+    // Every step's item ended with the step (its end was committed with the step's result).
+    const items = t.core.db.select({ state: schedulerItems.state, payload: schedulerItems.payload }).from(schedulerItems).where(eq(schedulerItems.kind, "builds.step")).all();
+    const ofBuild = items.filter((i) => (JSON.parse(i.payload) as { build: number }).build === b.id);
+    expect(ofBuild.length).toBe(6);
+    expect(ofBuild.map((i) => i.state)).toEqual(Array(6).fill("done"));
   }, 120_000);
 
   test("cancel reaches a step started by a hand-off: its processes are killed and the build ends cancelled", async () => {

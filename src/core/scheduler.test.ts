@@ -104,7 +104,7 @@ describe("items", () => {
     expect(await scheduler.runDue()).toBe(0);
     clock.advance(5 * MIN);
     expect(await scheduler.runDue()).toBe(1);
-    expect(seen).toEqual([{ payload: { to: "a@b.c" }, ctx: { id, attempt: 1, resumed: false } }]);
+    expect(seen).toEqual([{ payload: { to: "a@b.c" }, ctx: { id, attempt: 1, resumed: false, finishIn: expect.any(Function) } }]);
     expect(item(db, id)).toMatchObject({ state: "done", attempts: 1, leasedUntil: null, lastError: null, finishedAt: T0 + 5 * MIN });
     expect(await scheduler.runDue()).toBe(0);
   });
@@ -137,6 +137,31 @@ describe("items", () => {
     expect(await scheduler.runDue()).toBe(0);
     expect(calls).toBe(3);
     expect(logs.some((l) => l.includes("work item failed for good"))).toBe(true);
+  });
+
+  test("finishIn ends the item in the handler's own transaction: a rollback keeps it running, and nothing throws it back to pending afterwards", async () => {
+    const { db, clock, scheduler, logs } = setup();
+    const { tx } = await import("./db/client");
+    let during: string | undefined;
+    scheduler.defineItem("test.records", (_p, ctx) => {
+      expect(() =>
+        tx(db, (t) => {
+          ctx.finishIn(t);
+          throw new Error("rolled back");
+        }),
+      ).toThrow("rolled back");
+      during = item(db, ctx.id).state;
+      tx(db, (t) => ctx.finishIn(t));
+      clock.advance(1000);
+      throw new Error("after the end");
+    });
+    const id = scheduler.enqueue(db, "test.records", {}, { maxAttempts: 3 });
+    expect(await scheduler.runDue()).toBe(1);
+    expect(during).toBe("running");
+    // Done at the commit's time, not the handler's return; the later throw retries nothing.
+    expect(item(db, id)).toMatchObject({ state: "done", attempts: 1, finishedAt: T0, leasedUntil: null, lastError: null });
+    expect(logs.some((l) => l.includes("work item failed after it recorded its end"))).toBe(true);
+    expect(await scheduler.runDue()).toBe(0);
   });
 
   test("the default backoff doubles from one minute", async () => {
@@ -189,7 +214,7 @@ describe("items", () => {
     expect(await after.runDue()).toBe(0);
     clock.advance(30_001);
     expect(await after.runDue()).toBe(1);
-    expect(seen).toEqual([{ id, attempt: 2, resumed: true }]);
+    expect(seen).toEqual([{ id, attempt: 2, resumed: true, finishIn: expect.any(Function) }]);
     expect(item(db, id)).toMatchObject({ state: "done", attempts: 2 });
   });
 

@@ -26,6 +26,13 @@ export interface ItemContext {
   attempt: number;
   /** True when this run resumes an item whose previous worker died. */
   resumed: boolean;
+  /**
+   * Mark the item done inside the caller's transaction `q`, with the work it finished (a handler
+   * whose last write records its outcome saves a commit). When the handler returns, the scheduler
+   * ends the item only if it is still running (the transaction rolled back); an error the handler
+   * throws after its end is logged, and the item stays done.
+   */
+  finishIn(q: Queryable): void;
 }
 
 export type ItemHandler = (payload: unknown, item: ItemContext) => Promise<void> | void;
@@ -345,34 +352,49 @@ export class Scheduler {
     }
     // Renew the lease while the handler runs, so a long run is not taken over by another worker.
     const renew = setInterval(() => {
-      this.db.update(schedulerItems).set({ leasedUntil: this.clock.now() + this.leaseMs }).where(eq(schedulerItems.id, id)).run();
+      this.db
+        .update(schedulerItems)
+        .set({ leasedUntil: this.clock.now() + this.leaseMs })
+        .where(and(eq(schedulerItems.id, id), eq(schedulerItems.state, "running")))
+        .run();
     }, Math.max(1000, Math.floor(this.leaseMs / 3)));
+    const finishIn = (q: Queryable) => void finishItemIn(q, id, "done", null, this.clock.now());
     try {
-      await def.handler(JSON.parse(row.payload), { id, attempt, resumed });
+      await def.handler(JSON.parse(row.payload), { id, attempt, resumed, finishIn });
+      // A no-op (no write, no fsync) when the handler ended the item in its own transaction.
       this.finishItem(id, "done", null);
     } catch (e) {
       const message = (e as Error)?.message ?? String(e);
+      let moved: boolean;
       if (attempt >= row.maxAttempts) {
-        this.finishItem(id, "failed", message);
-        this.log.error("work item failed for good", { item: id, kind: row.kind, attempt, err: e });
+        moved = this.finishItem(id, "failed", message);
+        if (moved) this.log.error("work item failed for good", { item: id, kind: row.kind, attempt, err: e });
       } else {
-        this.db
+        const retry = this.db
           .update(schedulerItems)
           .set({ state: "pending", leasedUntil: null, lastError: message, runAt: this.clock.now() + def.backoffMs(attempt) })
-          .where(eq(schedulerItems.id, id))
-          .run();
-        this.log.warn("work item failed; will retry", { item: id, kind: row.kind, attempt, err: message });
+          .where(and(eq(schedulerItems.id, id), eq(schedulerItems.state, "running")))
+          .run() as unknown as { changes: number };
+        moved = retry.changes > 0;
+        if (moved) this.log.warn("work item failed; will retry", { item: id, kind: row.kind, attempt, err: message });
       }
+      if (!moved) this.log.error("work item failed after it recorded its end", { item: id, kind: row.kind, attempt, err: e });
     } finally {
       clearInterval(renew);
     }
   }
 
-  private finishItem(id: string, state: "done" | "failed", error: string | null): void {
-    this.db
-      .update(schedulerItems)
-      .set({ state, leasedUntil: null, lastError: error, finishedAt: this.clock.now(), dedupeKey: null })
-      .where(eq(schedulerItems.id, id))
-      .run();
+  private finishItem(id: string, state: "done" | "failed", error: string | null): boolean {
+    return finishItemIn(this.db, id, state, error, this.clock.now());
   }
+}
+
+/** End a running item; false when it was not running (already ended). */
+function finishItemIn(q: Queryable, id: string, state: "done" | "failed", error: string | null, now: number): boolean {
+  const res = q
+    .update(schedulerItems)
+    .set({ state, leasedUntil: null, lastError: error, finishedAt: now, dedupeKey: null })
+    .where(and(eq(schedulerItems.id, id), eq(schedulerItems.state, "running")))
+    .run() as unknown as { changes: number };
+  return res.changes > 0;
 }

@@ -21,16 +21,21 @@ export const STEP_ITEM = "builds.step";
 export interface StepPayload {
   build: number;
   state: BuildState;
+  /** The enqueuing transaction opened the state's step timing (`openStep`). */
+  opened?: boolean;
 }
 
 /**
  * Enqueue the item that runs `state` of a build and make it the build's owner (inside `t`), with
  * the row's other fields in `set` written by the same update. With `startNow`, the caller starts
  * the item itself once `t` committed (`core.scheduler.startNow`); otherwise the scheduler's kick
- * finds it.
+ * finds it. With `opened`, `set` holds the step timings with the state's step already open (a
+ * hand-over records one step's end and the next one's start together), and the item's first run
+ * takes that timing as its own.
  */
-export function enqueueStep(core: Core, t: Tx, buildId: number, state: BuildState, opts: { startNow?: boolean; set?: Partial<typeof builds.$inferInsert> } = {}): string {
-  const item = core.scheduler.enqueue(t, STEP_ITEM, { build: buildId, state } satisfies StepPayload, { maxAttempts: 1, kick: !opts.startNow });
+export function enqueueStep(core: Core, t: Tx, buildId: number, state: BuildState, opts: { startNow?: boolean; opened?: boolean; set?: Partial<typeof builds.$inferInsert> } = {}): string {
+  const payload: StepPayload = opts.opened ? { build: buildId, state, opened: true } : { build: buildId, state };
+  const item = core.scheduler.enqueue(t, STEP_ITEM, payload, { maxAttempts: 1, kick: !opts.startNow });
   t.update(builds)
     .set({ ...opts.set, stepItem: item })
     .where(eq(builds.id, buildId))

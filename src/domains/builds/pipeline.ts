@@ -29,7 +29,7 @@ import { OpsError } from "../../core/errors";
 import type { ItemContext } from "../../core/scheduler";
 import { specOf, type ServiceSpec } from "../resources/service";
 import { builds, buildLogLines } from "./tables";
-import { buildById, buildsIn, timingsOf, type BuildRow, type StepName } from "./rows";
+import { buildById, buildsIn, timingsOf, type BuildRow, type StepName, type StoredTiming } from "./rows";
 import { WORKING_STATES, type BuildState } from "./model";
 import { STEP_ITEM, dispatchBuilds, enqueueStep, type StepPayload } from "./dispatch";
 import { NO_CHECKS, STEPS, type StepDef, type StepDone } from "./steps";
@@ -74,7 +74,9 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
   const settled = Promise.withResolvers<void>();
   const live: LiveStep = { controller, why: null, done: settled.promise };
   liveSteps(core).set(row.id, live);
-  const current = tx(core.db, (t) => openTiming(core, t, row, def.step));
+  // The hand-over that enqueued this item opened the step's timing; a re-run opens a new one.
+  const opened = payload.opened === true && item.attempt === 1 && timingsOf(row).some((s) => s.step === def.step && s.finishedAt === undefined);
+  const current = opened ? row : tx(core.db, (t) => openTiming(core, t, row, def.step));
   // The host hears of the new state in the background (in order); the build's end waits for it.
   void reportToHost(core, row.id);
   // A server that starts draining stops its process steps at once rather than after the grace period.
@@ -98,7 +100,7 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
   try {
     if (result instanceof StepFailure) log.add(def.step, "error", `${def.step} failed (${result.kind}): ${result.message}`);
     else if (result.cancelled) log.add(def.step, "warn", live.why === "shutdown" ? "ops is shutting down: the step's processes were stopped" : "cancelled: the step's processes were stopped");
-    next = await advance(core, row.id, def, result, live.why, log);
+    next = await advance(core, row.id, def, result, live.why, log, item);
   } catch (e) {
     core.log.error("build step not recorded", { build: row.id, step: def.step, err: e });
     try {
@@ -136,6 +138,13 @@ function stepDefOf(row: BuildRow): StepDef | null {
   return row.kind === "publish" ? publishStepOf(row) : (STEPS.find((s) => s.state === row.status) ?? null);
 }
 
+/** The step a build of `kind` runs in `state`, after the steps in `timings`; null when none. */
+function stepOpening(kind: BuildRow["kind"], state: BuildState, timings: StoredTiming[]): StepName | null {
+  if (state === "deploying") return "deploy";
+  const def = kind === "publish" ? publishStepOf({ status: state, stepTimings: JSON.stringify(timings) }) : STEPS.find((s) => s.state === state);
+  return def?.step ?? null;
+}
+
 /** Whether a signed build deploys, or why not (DESIGN §5 "Push to deploy"). */
 function deployDecision(core: Core, row: BuildRow): { deploy: true } | { deploy: false; why: string } {
   if (row.kind !== "image") return { deploy: false, why: "not deployed: not an image build" };
@@ -163,10 +172,16 @@ function withStepLog<T>(core: Core, log: BuildLog, step: StepName, fn: (t: Tx) =
  * or an end). Returns the item of the build's next state, for the caller to start once it is done
  * with this step.
  */
-async function advance(core: Core, buildId: number, def: StepDef, result: StepDone | StepFailure, aborted: LiveStep["why"], log: BuildLog): Promise<string | null> {
+async function advance(core: Core, buildId: number, def: StepDef, result: StepDone | StepFailure, aborted: LiveStep["why"], log: BuildLog, item: ItemContext): Promise<string | null> {
   const from = [def.state];
+  // Each outcome ends this step's item in the transaction that records it.
+  const record = <T>(fn: (t: Tx) => T): T =>
+    withStepLog(core, log, def.step, (t) => {
+      item.finishIn(t);
+      return fn(t);
+    });
   if (result instanceof StepFailure) {
-    const ended = withStepLog(core, log, def.step, (t) => endBuildIn(core, t, buildId, from, { status: "failed", failureKind: result.kind, error: result.message, step: def.step, ok: false, note: result.kind }));
+    const ended = record((t) => endBuildIn(core, t, buildId, from, { status: "failed", failureKind: result.kind, error: result.message, step: def.step, ok: false, note: result.kind }));
     if (ended) await afterEnd(core, ended);
     return null;
   }
@@ -175,11 +190,11 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
       aborted === "shutdown"
         ? ({ status: "failed", failureKind: "internal", error: `ops shut down during the ${def.step} step; retry the build`, step: def.step, ok: false, note: "ops shut down" } as const)
         : ({ status: "cancelled", step: def.step, ok: false, note: "cancelled" } as const);
-    const ended = withStepLog(core, log, def.step, (t) => endBuildIn(core, t, buildId, from, end));
+    const ended = record((t) => endBuildIn(core, t, buildId, from, end));
     if (ended) await afterEnd(core, ended);
     return null;
   }
-  const moved = withStepLog(core, log, def.step, (t) => {
+  const moved = record((t) => {
     const row = buildById(t, buildId);
     if (!row || row.status !== def.state) return null;
     const timings = closeTiming(core, timingsOf(row), def.step, result.skipped ? { note: result.note } : { ok: true, note: result.note });
@@ -191,20 +206,26 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
       next = "building";
     }
     const recorded = { ...result.set, stepTimings: JSON.stringify(timings) };
-    const record = () => t.update(builds).set(recorded).where(eq(builds.id, buildId)).run();
+    const recordRow = () => t.update(builds).set(recorded).where(eq(builds.id, buildId)).run();
     if (row.cancelRequested) {
-      record();
+      recordRow();
       return { ended: endBuildIn(core, t, buildId, from, { status: "cancelled" }) };
     }
-    // Moving on: the step's result, the next state and its item are one write of the row.
-    if (next) return { next, item: enqueueStep(core, t, buildId, next, { startNow: true, set: { ...recorded, status: next } }) };
+    // Moving on: the step's result, the next state with its step's timing open, and its item
+    // are one write of the row.
+    const moveTo = (state: BuildState) => {
+      const step = stepOpening(row.kind, state, timings);
+      const opened = step ? [...timings, { step, startedAt: core.clock.now() }] : timings;
+      return enqueueStep(core, t, buildId, state, { startNow: true, opened: step !== null, set: { ...recorded, stepTimings: JSON.stringify(opened), status: state } });
+    };
+    if (next) return { next, item: moveTo(next) };
     if (row.kind === "publish") {
-      record();
+      recordRow();
       return { ended: endBuildIn(core, t, buildId, from, { status: "published" }) };
     }
     const decision = deployDecision(core, row);
-    if (decision.deploy) return { next: "deploying" as const, item: enqueueStep(core, t, buildId, "deploying", { startNow: true, set: { ...recorded, status: "deploying" } }) };
-    record();
+    if (decision.deploy) return { next: "deploying" as const, item: moveTo("deploying") };
+    recordRow();
     const now = core.clock.now();
     return { ended: endBuildIn(core, t, buildId, from, { status: "healthy", more: [{ step: "deploy", startedAt: now, finishedAt: now, note: decision.why }] }) };
   });
