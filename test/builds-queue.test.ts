@@ -65,7 +65,9 @@ describe("the build queue", () => {
     const row = t.core.db.select().from(builds).where(eq(builds.id, ids[0])).get()!;
     const item = t.core.db.select().from(schedulerItems).where(eq(schedulerItems.id, row.stepItem!)).get()!;
     expect(item.kind).toBe("builds.step");
-    expect(JSON.parse(item.payload)).toEqual({ build: ids[0], state: "cloning" });
+    // The clone step's timing opens with the state, in the same write.
+    expect(JSON.parse(item.payload)).toEqual({ build: ids[0], state: "cloning", opened: true });
+    expect(JSON.parse(row.stepTimings)).toEqual([{ step: "clone", startedAt: row.startedAt }]);
     // A build waiting for its rollout's verdict holds no builder slot.
     t.core.db.update(builds).set({ status: "deploying" }).where(eq(builds.id, ids[0])).run();
     expect(dispatchBuilds(t.core)).toEqual([ids[1]]);

@@ -14,6 +14,7 @@ import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import type { Core } from "../../core/core";
 import { tx, type Queryable, type Tx } from "../../core/db/client";
 import { builds } from "./tables";
+import { timingsOf } from "./rows";
 import { WORKING_STATES, type BuildState } from "./model";
 
 export const STEP_ITEM = "builds.step";
@@ -93,7 +94,11 @@ export function dispatchBuilds(core: Core): number[] {
       const next = pickNext(t);
       if (!next) break;
       const seq = (t.select({ n: sql<number>`coalesce(max(${builds.dispatchSeq}), 0)` }).from(builds).get()?.n ?? 0) + 1;
-      started.push({ id: next.id, item: enqueueStep(core, t, next.id, "cloning", { startNow: true, set: { status: "cloning", startedAt: core.clock.now(), dispatchSeq: seq } }) });
+      // Both kinds of build start with `clone`: its timing opens with the state.
+      const now = core.clock.now();
+      const timings = timingsOf(t.select({ stepTimings: builds.stepTimings }).from(builds).where(eq(builds.id, next.id)).get() ?? { stepTimings: "[]" });
+      const set = { status: "cloning" as const, startedAt: now, dispatchSeq: seq, stepTimings: JSON.stringify([...timings, { step: "clone", startedAt: now }]) };
+      started.push({ id: next.id, item: enqueueStep(core, t, next.id, "cloning", { startNow: true, opened: true, set }) });
       free--;
     }
     return started;
