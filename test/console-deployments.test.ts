@@ -59,7 +59,8 @@ describe("Deployments in chromium", () => {
 
     await row.getByRole("link", { name: "web" }).click();
     await page.getByRole("heading", { name: /Deployments \/ web/ }).waitFor();
-    expect(await page.getByText(digests.v1, { exact: true }).isVisible()).toBe(true);
+    // The heading comes from the address; the service's digest and replicas arrive with its status.
+    await page.getByText(digests.v1, { exact: true }).waitFor();
     expect(await page.locator("table.replicas tbody tr").count()).toBe(2);
     expect(await page.locator("table.replicas tbody tr").first().getByText("running").isVisible()).toBe(true);
     expect(await page.locator("table.replicas").getByText("256 MiB").first().isVisible()).toBe(true);
