@@ -312,7 +312,10 @@ describe("failures, cancel and retry (branches of the same repository, built by 
     const running = await expectStatus<any>(await w.ctx.req("POST", `/builds/${first.id}/cancel`), 202);
     expect(running.status).toBe("cloning");
     await drain(t);
-    expect((await getBuild(w, first.id)).status).toBe("cancelled");
+    const cancelled = await getBuild(w, first.id);
+    expect(cancelled.status).toBe("cancelled");
+    // Cancelled before its first step ran: the timing dispatch opened ends as cancelled, not left open.
+    expect(cancelled.step_timings).toEqual([expect.objectContaining({ step: "clone", ok: false, note: "cancelled", finished_at: expect.any(String) })]);
     const again = await expectStatus<any>(await w.ctx.req("POST", `/builds/${second.id}/cancel`), 409);
     expect(again.message).toContain("already finished");
     const audit = t.core.db.select().from(auditLog).where(eq(auditLog.target, `build:${second.id}`)).all();

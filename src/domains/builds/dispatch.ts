@@ -22,7 +22,7 @@ export const STEP_ITEM = "builds.step";
 export interface StepPayload {
   build: number;
   state: BuildState;
-  /** The enqueuing transaction opened the state's step timing (`openStep`). */
+  /** The enqueuing transaction opened the state's step timing (`enqueueStep`'s `opened`). */
   opened?: boolean;
 }
 

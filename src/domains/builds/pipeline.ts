@@ -65,7 +65,9 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
   const def = stepDefOf(row);
   if (!def) return;
   if (row.cancelRequested) {
-    const ended = endBuild(core, row.id, [row.status], { status: "cancelled" });
+    // Cancelled between two steps: the timing its hand-over opened ends as cancelled.
+    const open = timingsOf(row).some((s) => s.step === def.step && s.finishedAt === undefined);
+    const ended = endBuild(core, row.id, [row.status], open ? { status: "cancelled", step: def.step, ok: false, note: "cancelled" } : { status: "cancelled" });
     if (ended) await afterEnd(core, ended);
     return;
   }
