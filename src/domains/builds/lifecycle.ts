@@ -66,6 +66,11 @@ export function cacheDirOf(core: Core, row: Pick<BuildRow, "projectId" | "enviro
   return path.join(reachableDir(core.config.dataDir, "cache", "builds", row.projectId, row.environment), row.service);
 }
 
+/** Whether `step` has a timing that was opened and not closed. */
+export function hasOpenTiming(row: Pick<BuildRow, "stepTimings">, step: StepName): boolean {
+  return timingsOf(row).some((s) => s.step === step && s.finishedAt === undefined);
+}
+
 /** Open a timing for `step` (it runs now); returns the row as it is now. */
 export function openTiming(core: Core, t: Tx, row: BuildRow, step: StepName): BuildRow {
   const timings = timingsOf(row).filter((s) => !(s.step === step && s.finishedAt === undefined));

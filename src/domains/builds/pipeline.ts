@@ -38,7 +38,7 @@ import { StepFailure, parsePlan, serviceOf } from "./plan";
 import { appendLines, openBuildLog, type BuildLog } from "./log";
 import { reportToHost } from "./host";
 import { buildDeployer, type DeployableBuild } from "./deployer";
-import { abortLive, afterEnd, closeTiming, endBuild, endBuildIn, liveSteps, openTiming, workDirOf, type LiveStep } from "./lifecycle";
+import { abortLive, afterEnd, closeTiming, endBuild, endBuildIn, hasOpenTiming, liveSteps, openTiming, workDirOf, type LiveStep } from "./lifecycle";
 
 export const PRUNE_TASK = "builds.prune-logs";
 /** Builds of a service whose logs are kept whatever their age. */
@@ -66,8 +66,7 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
   if (!def) return;
   if (row.cancelRequested) {
     // Cancelled between two steps: the timing its hand-over opened ends as cancelled.
-    const open = timingsOf(row).some((s) => s.step === def.step && s.finishedAt === undefined);
-    const ended = endBuild(core, row.id, [row.status], open ? { status: "cancelled", step: def.step, ok: false, note: "cancelled" } : { status: "cancelled" });
+    const ended = endBuild(core, row.id, [row.status], hasOpenTiming(row, def.step) ? { status: "cancelled", step: def.step, ok: false, note: "cancelled" } : { status: "cancelled" });
     if (ended) await afterEnd(core, ended);
     return;
   }
@@ -77,7 +76,7 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
   const live: LiveStep = { controller, why: null, done: settled.promise };
   liveSteps(core).set(row.id, live);
   // The hand-over that enqueued this item opened the step's timing; a re-run opens a new one.
-  const opened = payload.opened === true && item.attempt === 1 && timingsOf(row).some((s) => s.step === def.step && s.finishedAt === undefined);
+  const opened = payload.opened === true && item.attempt === 1 && hasOpenTiming(row, def.step);
   const current = opened ? row : tx(core.db, (t) => openTiming(core, t, row, def.step));
   // The host hears of the new state in the background (in order); the build's end waits for it.
   void reportToHost(core, row.id);
@@ -136,15 +135,14 @@ export function withinStepLimit<T>(work: Promise<T>, secs: number, step: StepNam
 const NEXT: Partial<Record<BuildState, BuildState>> = { cloning: "checks", checks: "building", building: "scanning", scanning: "pushing", pushing: "signing" };
 
 /** The step a build in a working state runs now (an image build's state's, a publish build's next), or null. */
-function stepDefOf(row: BuildRow): StepDef | null {
+function stepDefOf(row: Pick<BuildRow, "kind" | "status" | "stepTimings">): StepDef | null {
   return row.kind === "publish" ? publishStepOf(row) : (STEPS.find((s) => s.state === row.status) ?? null);
 }
 
 /** The step a build of `kind` runs in `state`, after the steps in `timings`; null when none. */
 function stepOpening(kind: BuildRow["kind"], state: BuildState, timings: StoredTiming[]): StepName | null {
   if (state === "deploying") return "deploy";
-  const def = kind === "publish" ? publishStepOf({ status: state, stepTimings: JSON.stringify(timings) }) : STEPS.find((s) => s.state === state);
-  return def?.step ?? null;
+  return stepDefOf({ kind, status: state, stepTimings: JSON.stringify(timings) })?.step ?? null;
 }
 
 /** Whether a signed build deploys, or why not (DESIGN §5 "Push to deploy"). */
@@ -274,7 +272,7 @@ async function handOver(core: Core, row: BuildRow): Promise<void> {
   }
   // Nothing of the work dir is needed any more.
   rmSync(workDirOf(core, row.id), { recursive: true, force: true });
-  if (!timingsOf(row).some((s) => s.step === step && s.finishedAt === undefined)) tx(core.db, (t) => openTiming(core, t, row, step));
+  if (!hasOpenTiming(row, step)) tx(core.db, (t) => openTiming(core, t, row, step));
   void reportToHost(core, row.id);
   try {
     await deployer.deployBuild(core, deployableOf(row));
