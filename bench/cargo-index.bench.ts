@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT, parseWrk, assertNoErrors, type BenchContext, type LoadResult, runAlone } from "./lib";
 import { seedDataDir, tarGz, putAll } from "./registry-seed";
+import { cargoPublishBody } from "../src/domains/registries/cargo/service";
 
 export const name = "cargo-index";
 export const description = "sparse index file fetches: ops /cargo/ vs a bare Bun.serve static file";
@@ -19,16 +20,8 @@ const CRATE = "serde-lite";
 
 function publishBody(vers: string): Uint8Array<ArrayBuffer> {
   const crate = tarGz({ [`${CRATE}-${vers}/Cargo.toml`]: `[package]\nname = "${CRATE}"\nversion = "${vers}"\nedition = "2021"\n`, [`${CRATE}-${vers}/src/lib.rs`]: "pub fn f() {}\n" });
-  const meta = new TextEncoder().encode(
-    JSON.stringify({ name: CRATE, vers, deps: [{ name: "itoa", version_req: "^1", features: [], optional: false, default_features: true, target: null, kind: "normal" }], features: { default: [] }, links: null }),
-  );
-  const out = new Uint8Array(8 + meta.byteLength + crate.byteLength);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, meta.byteLength, true);
-  out.set(meta, 4);
-  view.setUint32(4 + meta.byteLength, crate.byteLength, true);
-  out.set(crate, 8 + meta.byteLength);
-  return out;
+  const meta = { name: CRATE, vers, deps: [{ name: "itoa", version_req: "^1", features: [], optional: false, default_features: true, target: null, kind: "normal" }], features: { default: [] }, links: null };
+  return cargoPublishBody(meta, crate);
 }
 
 /** wrk with request headers (the context's `measure` sends none). */
