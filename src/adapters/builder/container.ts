@@ -18,6 +18,7 @@
  */
 import { chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
 import { memoryLimit, releaseLimit, runLimited } from "./limits";
 import { dropPrivilegesArgv, handOver, hostIds, runsAsRoot, sandboxDir, unreachable, HOST_UNPRIVILEGED_ID } from "../sandbox/users";
@@ -127,9 +128,16 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
   if (!buildah) return done("failed", { failureKind: "build", error: INSTALL_BUILDAH });
   const setpriv = runsAsRoot() ? Bun.which("setpriv", { PATH: searchPath }) : null;
   if (runsAsRoot() && !setpriv) return done("failed", { failureKind: "internal", error: "setpriv (util-linux) is not installed: a root ops drops to an unprivileged user before it starts buildah" });
-  const dockerfile = path.join(spec.contextDir, spec.dockerfile);
-  if (path.isAbsolute(spec.dockerfile) || spec.dockerfile.split(/[\\/]/).includes("..") || !existsSync(dockerfile) || !statSync(dockerfile).isFile()) {
-    return done("failed", { failureKind: "build", error: `the Dockerfile "${spec.dockerfile}" is not a file in the build context` });
+  // Resolved inside the context (src/core/inside.ts): a Dockerfile that is a link out of it (to
+  // /etc/passwd, the data dir) is refused before buildah, which would print its lines, reads it.
+  let dockerfile: string;
+  try {
+    const found = resolveInsideOrNull(spec.contextDir, spec.dockerfile, { what: "the Dockerfile", tree: "the build context", want: "file" });
+    if (!found) return done("failed", { failureKind: "build", error: `the Dockerfile "${spec.dockerfile}" is not a file in the build context` });
+    dockerfile = found.abs;
+  } catch (e) {
+    if (!(e instanceof PathRefused)) throw e;
+    return done("failed", { failureKind: "build", error: e.message });
   }
 
   const { sandboxed, root } = prepare(spec);

@@ -11,7 +11,8 @@
  * The build context is mounted at /app, the image's working directory, so paths a build bakes in
  * stay valid when the image runs; like a container build context, nothing outside it is visible.
  */
-import { existsSync, mkdirSync, realpathSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import path from "node:path";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
 import type { MemoryCgroup } from "../sandbox/cgroups";
@@ -42,21 +43,22 @@ export function buildEnvironment(spec: Pick<NativeBuildSpec, "variables">): Reco
   return env;
 }
 
-function isInside(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
-}
-
-/** The output directory (absolute, real path), or why it is not acceptable. */
+/**
+ * The output directory (absolute, real path), or why it is not acceptable. It is resolved inside
+ * the build context component by component (src/core/inside.ts): a symlink the build made is
+ * followed only while it stays inside the context, so root never packs or scans what it names.
+ */
 export function resolveOutput(contextDir: string, output: string): string | { error: string } {
   const lexical = outputPathError(output);
   if (lexical) return { error: lexical };
-  const target = path.join(contextDir, output);
-  if (!existsSync(target)) return { error: `the output directory "${output}" does not exist after the build` };
-  const real = realpathSync(target);
-  if (!isInside(real, realpathSync(contextDir))) return { error: `the output directory "${output}" leads outside the build context` };
-  if (!statSync(real).isDirectory()) return { error: `the output "${output}" is not a directory` };
-  return real;
+  try {
+    const found = resolveInsideOrNull(contextDir, output, { what: "the output directory", tree: "the build context", want: "directory" });
+    if (!found) return { error: `the output directory "${output}" does not exist after the build` };
+    return found.abs;
+  } catch (e) {
+    if (e instanceof PathRefused) return { error: e.message };
+    throw e;
+  }
 }
 
 function outputPathError(output: string): string | null {

@@ -10,11 +10,12 @@
  * tmp, buildah's layout), `image/` the packed layer, `scan/` a container image unpacked for the
  * scan.
  */
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { Core } from "../../core/core";
 import { SYSTEM_ACTOR } from "../../core/audit";
 import { OpsError } from "../../core/errors";
+import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import { runNativeBuild, resolveOutput } from "../../adapters/builder/native";
 import { runContainerBuild, readLayout, type ContainerImage } from "../../adapters/builder/container";
 import type { BuildLine, BuildOutcome, BuildVariable } from "../../adapters/builder/types";
@@ -58,10 +59,31 @@ function planOf(ctx: StepContext): BuildPlan {
   return plan;
 }
 
+/**
+ * The build context's real path, resolved inside the checkout (src/core/inside.ts): every step
+ * reads, binds, hands over and packs this path, never `src/<context>` as text, so a symlink in
+ * the commit (`lnk -> <data dir>`, `lnk/x`, `-> /proc`) is refused naming it (`build`).
+ */
 function contextDir(ctx: StepContext, plan: BuildPlan): string {
-  const dir = path.join(dirs(ctx.workDir).src, plan.context);
-  if (!existsSync(dir)) throw new StepFailure("build", `the build context "${plan.context}" does not exist in the commit`);
-  return dir;
+  const found = inCommit(() => resolveInsideOrNull(dirs(ctx.workDir).src, plan.context, { what: "the build context", want: "directory" }));
+  if (!found) throw new StepFailure("build", `the build context "${plan.context}" does not exist in the commit`);
+  return found.abs;
+}
+
+/** A repository path's refusal as the build's failure (`build`, the message naming the path). */
+function inCommit<T>(resolve: () => T): T {
+  try {
+    return resolve();
+  } catch (e) {
+    if (e instanceof PathRefused) throw new StepFailure("build", e.message);
+    throw e;
+  }
+}
+
+/** The Dockerfile of a container build, checked inside the context at clone time (the builder checks it again). */
+function dockerfileIn(ctx: StepContext, plan: BuildPlan): void {
+  const found = inCommit(() => resolveInsideOrNull(contextDir(ctx, plan), plan.dockerfile!, { what: "the Dockerfile", tree: "the build context", want: "file" }));
+  if (!found) throw new StepFailure("build", `the Dockerfile "${path.posix.join(plan.context, plan.dockerfile!)}" does not exist in the commit`);
 }
 
 /** The build's repository, or a StepFailure (`kind`) when it is no longer connected to the project. */
@@ -105,6 +127,9 @@ async function clone(ctx: StepContext): Promise<StepDone> {
   }
   const decl = read.decl;
   const plan = resolvePlan(row, specOf<ServiceSpec>(service), decl);
+  // The repository's paths are checked now, before any command runs, not only when used.
+  contextDir(ctx, plan);
+  if (plan.builder === "container") dockerfileIn(ctx, plan);
   if (plan.builder === "native") {
     log.add("clone", "info", `native build from ${plan.from}: context ${plan.context}, ${plan.checks.length} check and ${plan.build.length} build command(s), output ${plan.output}, start "${plan.start}", port ${plan.port}`);
   } else {

@@ -2,19 +2,21 @@
  * What a build resolved from ops's registries, read from the lockfiles in its build context:
  * `package-lock.json` (lockfileVersion 1 to 3: packages whose `resolved` URL is under
  * `<public>/npm/`) and `Cargo.lock` (packages whose `source` is `sparse+<public>/cargo/`). These
- * are the `consumers` of the modules' halves. Unreadable or oversized lockfiles give nothing.
+ * are the `consumers` of the modules' halves. Unreadable or oversized lockfiles, and links, give nothing.
  */
-import { existsSync, lstatSync, readFileSync } from "node:fs";
-import path from "node:path";
+import { PathRefused, readInside } from "../../core/inside";
 import type { Resolution } from "./store";
 
 const MAX_LOCKFILE_BYTES = 32 * 1024 * 1024;
 
-function readSmall(file: string): string | null {
-  if (!existsSync(file)) return null;
-  const st = lstatSync(file);
-  if (!st.isFile() || st.size > MAX_LOCKFILE_BYTES) return null;
-  return readFileSync(file, "utf8");
+/** A lockfile at the root of the context, read without following a link (the build may have made one). */
+function readSmall(dir: string, name: string): string | null {
+  try {
+    return readInside(dir, name, { what: "the lockfile", tree: "the build context", maxBytes: MAX_LOCKFILE_BYTES })?.toString("utf8") ?? null;
+  } catch (e) {
+    if (e instanceof PathRefused) return null;
+    throw e;
+  }
 }
 
 type Json = Record<string, unknown>;
@@ -68,7 +70,7 @@ export function cargoResolutions(text: string, sparseIndex: string): Resolution[
 
 /** Everything the lockfiles at the root of `dir` resolved from this ops (`publicUrl`). */
 export function resolutionsIn(dir: string, publicUrl: string): Resolution[] {
-  const npm = readSmall(path.join(dir, "package-lock.json"));
-  const cargo = readSmall(path.join(dir, "Cargo.lock"));
+  const npm = readSmall(dir, "package-lock.json");
+  const cargo = readSmall(dir, "Cargo.lock");
   return [...(npm ? npmResolutions(npm, `${publicUrl}/npm/`) : []), ...(cargo ? cargoResolutions(cargo, `sparse+${publicUrl}/cargo/`) : [])];
 }

@@ -21,12 +21,16 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync,
 import { homedir } from "node:os";
 import path from "node:path";
 import type { Core } from "../../core/core";
+import { PathRefused, readInside } from "../../core/inside";
 import { runNativeBuild } from "../../adapters/builder/native";
 import { runLimited } from "../../adapters/builder/limits";
 import { DEFAULT_PATH } from "../../adapters/runtime/process";
 import { storedVersion } from "../registries/shared/publish";
 import { CARGO_REGISTRY } from "./manifests";
 import { SKIPPED_DIRS, type ModulePlan, type PlannedModule } from "./plan";
+
+/** Largest tarball `npm pack` may leave for ops to publish. */
+const MAX_LAYER_BYTES = 256 * 1024 * 1024;
 
 export type LogLine = (level: "info" | "warn" | "error", line: string) => void;
 
@@ -230,7 +234,15 @@ export async function packLayer(ctx: PackContext, plan: ModulePlan, m: PlannedMo
   );
   if (res.status === "cancelled") throw new PackFailure("cancelled while npm packed the layer", true);
   if (res.status !== "succeeded") throw new PackFailure(`npm pack of ${half.name}: ${res.error ?? "failed"}`);
-  const file = path.join(src, tgz);
-  if (!existsSync(file)) throw new PackFailure(`npm pack wrote no ${tgz}`);
-  return new Uint8Array(readFileSync(file));
+  // The staging copy belongs to the sandbox user, and the package's own scripts (`postpack`) ran
+  // there: the tarball is read without following a link it may have become (src/core/inside.ts).
+  let bytes: Buffer | null;
+  try {
+    bytes = readInside(src, tgz, { what: "npm pack's tarball", tree: "the staging copy of the module", maxBytes: MAX_LAYER_BYTES });
+  } catch (e) {
+    if (e instanceof PathRefused) throw new PackFailure(`npm pack of ${half.name}: ${e.message}`);
+    throw e;
+  }
+  if (!bytes) throw new PackFailure(`npm pack wrote no ${tgz}`);
+  return new Uint8Array(bytes);
 }

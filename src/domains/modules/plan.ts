@@ -16,6 +16,7 @@
 import { existsSync, lstatSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import type { Core, ProjectRef } from "../../core/core";
+import { PathRefused, readInside } from "../../core/inside";
 import { claimProblem, isPublished } from "../registries/shared/publish";
 import { readCrateHalf, readLayerHalf, crateNameOf, layerNameOf, type HalfContext, type ReadHalf } from "./manifests";
 import { isSemver, parseChangelog, type NotesSection } from "./changelog";
@@ -24,7 +25,7 @@ import { releasedBy } from "./store";
 export const MODULES_DIR = "modules";
 /** Largest manifest, changelog or locale file read. */
 const MAX_FILE_BYTES = 1024 * 1024;
-const MAX_LOCALE_BYTES = 8 * 1024 * 1024;
+export const MAX_LOCALE_BYTES = 8 * 1024 * 1024;
 const MAX_MODULES = 200;
 const MODULE_NAME = /^[a-z][a-z0-9-]*$/;
 
@@ -86,19 +87,18 @@ export function hasModulesTree(treeDir: string): boolean {
   return existsSync(p) && lstatSync(p).isDirectory();
 }
 
-/** A regular file's text, or a problem (missing → null text, no problem). */
-function readRegular(file: string, rel: string, max: number, problems: string[]): string | null {
-  if (!existsSync(file) && !isLink(file)) return null;
-  const st = lstatSync(file);
-  if (!st.isFile()) {
-    problems.push(`${rel} is not a regular file`);
+/**
+ * A regular file's text, or a problem (missing → null text, no problem). Read inside the checkout
+ * without following a link out of it, whatever checked the path before (src/core/inside.ts).
+ */
+function readRegular(treeDir: string, rel: string, max: number, problems: string[]): string | null {
+  try {
+    return readInside(treeDir, rel, { what: "the file", maxBytes: max })?.toString("utf8") ?? null;
+  } catch (e) {
+    if (!(e instanceof PathRefused)) throw e;
+    problems.push(e.message);
     return null;
   }
-  if (st.size > max) {
-    problems.push(`${rel} is larger than ${max} bytes`);
-    return null;
-  }
-  return readFileSync(file, "utf8");
 }
 
 function isLink(p: string): boolean {
@@ -210,8 +210,8 @@ export function planModules(core: Core, input: PlanInput): ModulePlan {
     linksIn(dir, rel, links);
     for (const l of links) problems.push(`${l} is a symbolic link; a module's files must be regular files`);
     const ctx: HalfContext = { module: name, crates, layers, project: slug, scope, version };
-    const cargoText = readRegular(path.join(dir, "Cargo.toml"), `${rel}/Cargo.toml`, MAX_FILE_BYTES, problems);
-    const npmText = readRegular(path.join(dir, "package.json"), `${rel}/package.json`, MAX_FILE_BYTES, problems);
+    const cargoText = readRegular(input.treeDir, `${rel}/Cargo.toml`, MAX_FILE_BYTES, problems);
+    const npmText = readRegular(input.treeDir, `${rel}/package.json`, MAX_FILE_BYTES, problems);
     let crate = cargoText === null ? null : readCrateHalf(cargoText, ctx);
     let layer = npmText === null ? null : readLayerHalf(npmText, ctx);
     for (const [half, label] of [
@@ -239,7 +239,7 @@ export function planModules(core: Core, input: PlanInput): ModulePlan {
           problems.push(`${rel}/locales/${f}: "${f.slice(0, -5)}" is not a locale tag (like en or pt-BR)`);
           continue;
         }
-        const text = readRegular(path.join(localeDir, f), `${rel}/locales/${f}`, MAX_LOCALE_BYTES, problems);
+        const text = readRegular(input.treeDir, `${rel}/locales/${f}`, MAX_LOCALE_BYTES, problems);
         if (text === null) continue;
         try {
           const tree = JSON.parse(text) as unknown;
@@ -251,7 +251,7 @@ export function planModules(core: Core, input: PlanInput): ModulePlan {
         }
       }
     }
-    const changelog = readRegular(path.join(dir, "CHANGELOG.md"), `${rel}/CHANGELOG.md`, MAX_FILE_BYTES, problems);
+    const changelog = readRegular(input.treeDir, `${rel}/CHANGELOG.md`, MAX_FILE_BYTES, problems);
     const notes = changelog === null ? [] : parseChangelog(changelog).filter((s) => Bun.semver.order(s.version, version) <= 0);
     if (changelog !== null && !notes.some((n) => n.version === version)) log.push(`${rel}/CHANGELOG.md has no "## ${version}" section`);
     read.push({ name, crate, layer, locales: sourceFirst(locales), notes });

@@ -12,10 +12,10 @@
  * The module list, its `requires` and the notes are recorded when `locales` completes: a release
  * that did not go through every step does not change what `GET /modules` says.
  */
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { ProjectRef } from "../../core/core";
 import { OpsError } from "../../core/errors";
+import { PathRefused, readInside } from "../../core/inside";
 import { isPublished, publishCargoInProcess, publishNpmInProcess, type InProcessPublisher } from "../registries/shared/publish";
 import type { NpmPublishBody } from "../registries/npm/service";
 import { ensurePackageBundle, registerVersion } from "../translations/service";
@@ -23,7 +23,7 @@ import { packageCrate, packLayer, PackFailure, tarMember, type PackContext } fro
 import { crateMetadata } from "./metadata";
 import { cargoPublishBody } from "../registries/cargo/service";
 import { recordModuleSet, recordPart, releasedBy } from "./store";
-import type { ModulePlan, PlannedModule } from "./plan";
+import { MAX_LOCALE_BYTES, type ModulePlan, type PlannedModule } from "./plan";
 import { createHash } from "node:crypto";
 
 export interface PublishContext extends PackContext {
@@ -160,8 +160,12 @@ export async function publishLocales(ctx: PublishContext): Promise<StepReport> {
     for (const { locale, file } of order) {
       let tree: unknown;
       try {
-        tree = JSON.parse(readFileSync(path.join(ctx.treeDir, file), "utf8"));
+        // Read inside the checkout without following a link out of it (src/core/inside.ts).
+        const bytes = readInside(ctx.treeDir, file, { what: "the locale file", maxBytes: MAX_LOCALE_BYTES });
+        if (!bytes) throw new Error("it is not in the commit");
+        tree = JSON.parse(bytes.toString("utf8"));
       } catch (e) {
+        if (e instanceof PathRefused) throw new PackFailure(e.message);
         throw new PackFailure(`${file} could not be read: ${(e as Error).message}`);
       }
       try {
