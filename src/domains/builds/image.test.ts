@@ -159,4 +159,39 @@ describe("packImage", () => {
     await expect(packImage(spec(fifo))).rejects.toThrow("pipe is a FIFO");
     await expect(packImage(spec(fifo, { layerFile: path.join(fifo, "layer.tgz") }))).rejects.toThrow("outside the directory it packs");
   });
+
+  test("refused: a character device, a block device and a socket, each named (ops is root: it could read a device)", async () => {
+    const chr = tree("chr", [["x", "1"]]);
+    expect((await run(["mknod", path.join(chr, "null"), "c", "1", "3"], { cwd: root })).code).toBe(0);
+    await expect(packImage(spec(chr))).rejects.toThrow("null is a device; only files, directories and symlinks can be packed");
+    const blk = tree("blk", [["x", "1"]]);
+    expect((await run(["mknod", path.join(blk, "disk"), "b", "7", "0"], { cwd: root })).code).toBe(0);
+    await expect(packImage(spec(blk))).rejects.toThrow("disk is a device");
+    const sock = tree("sock", [["x", "1"]]);
+    const server = Bun.listen({ unix: path.join(sock, "app.sock"), socket: { data() {} } });
+    try {
+      await expect(packImage(spec(sock))).rejects.toThrow("app.sock is a socket");
+    } finally {
+      server.stop(true);
+    }
+  });
+
+  test("setuid and setgid bits are dropped from files and directories (the sticky bit stays)", async () => {
+    const dir = tree("suid", [["bin/tool", "#!/bin/sh\n"], ["shared/x", "1"]]);
+    chmodSync(path.join(dir, "bin/tool"), 0o6755);
+    chmodSync(path.join(dir, "shared"), 0o3775);
+    const img = await packImage(spec(dir));
+    const listing = await run(["tar", "--numeric-owner", "-tvzf", img.layer.file], { cwd: root });
+    const modes = new Map(listing.stdout.trim().split("\n").map((l) => l.split(/\s+/)).map((r) => [r.at(-1)!, r[0]]));
+    expect(modes.get("app/bin/tool")).toBe("-rwxr-xr-x");
+    expect(modes.get("app/shared/")).toBe("drwxrwxr-t");
+  });
+
+  test("a hard link to a file outside the output is refused; hard links inside it are packed as links", async () => {
+    const ctx = tree("hl-ctx", [["secret.txt", "outside the output\n"], ["dist/a.js", "1"]]);
+    linkSync(path.join(ctx, "dist/a.js"), path.join(ctx, "dist/b.js"));
+    expect((await packImage(spec(path.join(ctx, "dist")))).entries).toBe(3);
+    linkSync(path.join(ctx, "secret.txt"), path.join(ctx, "dist/copy.txt"));
+    await expect(packImage(spec(path.join(ctx, "dist")))).rejects.toThrow("copy.txt is a hard link to a file outside the output directory (2 links, 1 inside it)");
+  });
 });

@@ -13,9 +13,13 @@
  *
  * Refused (the build fails naming the path): symlinks that are absolute or lead outside the output
  * directory, and anything that is not a file, directory or symlink (FIFOs, sockets, devices).
- * Hard links inside the directory become tar hard links to the first path in sorted order.
+ * Hard links inside the directory become tar hard links to the first path in sorted order; a file
+ * with more links than the directory holds (a hard link to something outside it) is refused, so
+ * the packer, which runs as root, never packs a file it reached through a name outside the output.
+ * Symlinks are written as links, never as what they name. Files are opened with O_NOFOLLOW and
+ * must still be the inode that was listed (DESIGN §6 "Files").
  */
-import { createReadStream, createWriteStream, lstatSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, createReadStream, createWriteStream, fstatSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { createGzip, gzipSync } from "node:zlib";
 import { Readable, Transform } from "node:stream";
@@ -83,6 +87,9 @@ interface Entry {
   size: number;
   mtimeSec: number;
   linkpath?: string;
+  /** `dev:ino` and link count of a file, to check hard links and that the file read is the one listed. */
+  inode?: string;
+  nlink?: number;
 }
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -91,6 +98,8 @@ const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 function listEntries(dir: string, clampSec: number): Entry[] {
   const out: Entry[] = [];
   const inodes = new Map<string, string>();
+  /** Names of each multiply-linked inode found inside the directory. */
+  const links = new Map<string, number>();
   const visit = (abs: string, rel: string) => {
     const st = lstatSync(abs);
     const mtimeSec = Math.min(Math.floor(st.mtimeMs / 1000), clampSec);
@@ -108,11 +117,12 @@ function listEntries(dir: string, clampSec: number): Entry[] {
     } else if (st.isFile()) {
       const key = `${st.dev}:${st.ino}`;
       const first = st.nlink > 1 ? inodes.get(key) : undefined;
+      if (st.nlink > 1) links.set(key, (links.get(key) ?? 0) + 1);
       if (first !== undefined) {
-        out.push({ rel, abs, type: "Link", mode, size: 0, mtimeSec, linkpath: `${IMAGE_APP_DIR}/${first}` });
+        out.push({ rel, abs, type: "Link", mode, size: 0, mtimeSec, linkpath: `${IMAGE_APP_DIR}/${first}`, inode: key, nlink: st.nlink });
       } else {
         if (st.nlink > 1) inodes.set(key, rel);
-        out.push({ rel, abs, type: "File", mode, size: st.size, mtimeSec });
+        out.push({ rel, abs, type: "File", mode, size: st.size, mtimeSec, inode: key, nlink: st.nlink });
       }
     } else {
       const kind = st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device";
@@ -120,6 +130,11 @@ function listEntries(dir: string, clampSec: number): Entry[] {
     }
   };
   visit(dir, "");
+  for (const e of out) {
+    if (e.type !== "File" || e.nlink === undefined || e.nlink <= 1) continue;
+    const seen = links.get(e.inode!)!;
+    if (seen < e.nlink) throw new ImageRefused(`${e.rel} is a hard link to a file outside the output directory (${e.nlink} links, ${seen} inside it); only hard links inside the output can be packed`, e.rel);
+  }
   return out;
 }
 
@@ -160,14 +175,40 @@ async function* coalesced(chunks: AsyncGenerator<Buffer>): AsyncGenerator<Buffer
   if (bytes > 0) yield Buffer.concat(parts, bytes);
 }
 
+/**
+ * Open a listed file without following a link (O_NOFOLLOW; O_NONBLOCK so a FIFO swapped in cannot
+ * hang the packer) and check it is still the inode that was listed.
+ */
+function openListed(e: Entry): number {
+  let fd: number;
+  try {
+    fd = openSync(e.abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ELOOP") throw new ImageRefused(`${e.rel} became a symlink while it was being packed`, e.rel);
+    throw err;
+  }
+  const st = fstatSync(fd);
+  if (!st.isFile() || `${st.dev}:${st.ino}` !== e.inode) {
+    closeSync(fd);
+    throw new ImageRefused(`${e.rel} was replaced while it was being packed`, e.rel);
+  }
+  return fd;
+}
+
 /** The uncompressed tar stream of the entries. */
 async function* tarStream(entries: Entry[]): AsyncGenerator<Buffer> {
   for (const e of entries) {
     for (const b of headerBlocks(e)) yield b;
     if (e.type !== "File" || e.size === 0) continue;
+    const fd = openListed(e);
     if (e.size <= SMALL_FILE) {
       // Most files of an output (node_modules) are small: one read each, no stream per file.
-      const bytes = readFileSync(e.abs);
+      let bytes: Buffer;
+      try {
+        bytes = readFileSync(fd);
+      } finally {
+        closeSync(fd);
+      }
       if (bytes.length > e.size) throw new ImageRefused(`${e.rel} grew while it was being packed`, e.rel);
       if (bytes.length < e.size) throw new ImageRefused(`${e.rel} shrank while it was being packed`, e.rel);
       yield bytes;
@@ -176,7 +217,7 @@ async function* tarStream(entries: Entry[]): AsyncGenerator<Buffer> {
       continue;
     }
     let read = 0;
-    for await (const chunk of createReadStream(e.abs) as AsyncIterable<Buffer>) {
+    for await (const chunk of createReadStream("", { fd }) as AsyncIterable<Buffer>) {
       read += chunk.length;
       if (read > e.size) throw new ImageRefused(`${e.rel} grew while it was being packed`, e.rel);
       yield chunk;
