@@ -1,7 +1,8 @@
 /**
  * The build queue: at most OPS_BUILD_CONCURRENCY builds work at once, and queued builds leave the
- * queue round-robin by project (the project served least recently first, then the oldest build
- * within it). Builds are inserted as rows and moved by hand here: the queue is what is tested,
+ * queue fairly across projects (a project with nothing working first, then the project served
+ * least recently, then the oldest build within it; the last free slot only for a project with
+ * nothing working). Builds are inserted as rows and moved by hand here: the queue is what is tested,
  * not the steps (which no scheduler runs in this file). Also the log retention task and the time
  * limit of the steps that run no process.
  */
@@ -22,14 +23,17 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-function queue(projectSlug: string, label: string): number {
-  const project = t.core.access.findProject(projectSlug)!;
-  return t.core.db
+/** Insert a queued build of `slug` (its label is the commit message) into `app`'s database. */
+function addQueued(app: TestApp, slug: string, label: string): number {
+  const project = app.core.access.findProject(slug)!;
+  return app.core.db
     .insert(builds)
-    .values({ projectId: project.id, project: project.slug, environment: "production", service: "web", kind: "image", status: "queued", trigger: "push", requestedBy: "host", repo: `${project.slug}/app`, commitSha: label.padEnd(40, "0"), author: "a", message: label, commitTime: 0, queuedAt: t.clock.now() })
+    .values({ projectId: project.id, project: project.slug, environment: "production", service: "web", kind: "image", status: "queued", trigger: "push", requestedBy: "host", repo: `${project.slug}/app`, commitSha: label.padEnd(40, "0"), author: "a", message: label, commitTime: 0, queuedAt: app.clock.now() })
     .returning({ id: builds.id })
     .get().id;
 }
+
+const queue = (projectSlug: string, label: string): number => addQueued(t, projectSlug, label);
 
 /** Let the queue start one build, then finish it; returns the label (commit message) of the one it started. */
 function serveOne(): string {
@@ -75,25 +79,59 @@ describe("the build queue", () => {
     expect(pickNext(t.core.db)).toBeNull();
   });
 
-  test("with OPS_BUILD_CONCURRENCY=3, three start together, one from each project first", async () => {
+  test("with OPS_BUILD_CONCURRENCY=3, one from each project first; the last free slot only for a project with nothing working", async () => {
     const three = await createTestApp({ env: { OPS_BUILD_CONCURRENCY: "3" } });
     try {
-      const add = (slug: string, label: string) => {
-        const project = three.core.access.findProject(slug)!;
-        return three.core.db
-          .insert(builds)
-          .values({ projectId: project.id, project: slug, environment: "production", service: "web", kind: "image", status: "queued", trigger: "push", requestedBy: "host", repo: `${slug}/app`, commitSha: label.padEnd(40, "0"), author: "a", message: label, commitTime: 0, queuedAt: 0 })
-          .returning({ id: builds.id })
-          .get().id;
-      };
+      const add = (slug: string, label: string) => addQueued(three, slug, label);
       makeProject(three, "p1");
       makeProject(three, "p2");
+      makeProject(three, "p3");
       const ids = [add("p1", "x1"), add("p1", "x2"), add("p1", "x3"), add("p2", "y1")];
-      expect(dispatchBuilds(three.core).sort()).toEqual([ids[0], ids[1], ids[3]].sort());
+      expect(dispatchBuilds(three.core).sort()).toEqual([ids[0], ids[3]].sort());
+      // p1 holds a slot already: the last one waits for a project with nothing working.
+      expect(dispatchBuilds(three.core)).toEqual([]);
+      const z1 = add("p3", "z1");
+      expect(dispatchBuilds(three.core)).toEqual([z1]);
+      // y1 ends: p2 has nothing left, p1 takes a slot while one stays free, not the last.
+      three.core.db.update(builds).set({ status: "healthy" }).where(eq(builds.id, ids[3])).run();
+      expect(dispatchBuilds(three.core)).toEqual([]);
+      three.core.db.update(builds).set({ status: "healthy" }).where(eq(builds.id, z1)).run();
+      expect(dispatchBuilds(three.core)).toEqual([ids[1]]);
       // The steps of three builds and the 4 slots other work shares fit in the scheduler at once.
       expect(three.core.scheduler.capacity).toBe(7);
     } finally {
       await three.close();
+    }
+  });
+
+  test("a project with no build working goes before one that has a build working, even if it was served since", async () => {
+    const two = await createTestApp({ env: { OPS_BUILD_CONCURRENCY: "4" } });
+    try {
+      const add = (slug: string, label: string) => addQueued(two, slug, label);
+      makeProject(two, "long");
+      makeProject(two, "short");
+      const endless = add("long", "l1");
+      expect(dispatchBuilds(two.core)).toEqual([endless]);
+      // "short" is served after "long" and its build ends; "long"'s first build is still working.
+      const s1 = add("short", "s1");
+      expect(dispatchBuilds(two.core)).toEqual([s1]);
+      two.core.db.update(builds).set({ status: "healthy" }).where(eq(builds.id, s1)).run();
+      // Both queue again: "long" was served least recently, but "short" has nothing working.
+      const l2 = add("long", "l2");
+      const s2 = add("short", "s2");
+      expect(pickNext(two.core.db)).toEqual({ id: s2, projectId: two.core.access.findProject("short")!.id });
+      expect(dispatchBuilds(two.core)).toEqual([s2, l2]);
+    } finally {
+      await two.close();
+    }
+  });
+
+  test("OPS_BUILD_CONCURRENCY defaults to 2", async () => {
+    const dflt = await createTestApp();
+    try {
+      expect(dflt.core.config.buildConcurrency).toBe(2);
+    } finally {
+      await dflt.close();
     }
   });
 

@@ -37,7 +37,8 @@ async function step(t: TestApp, id: number): Promise<string> {
 
 describe("builds across a stop", () => {
   test("start-up resumes a step that runs no process, fails one whose processes died, leaves an untaken item to run", async () => {
-    const env = { OPS_BUILD_CONCURRENCY: "3" };
+    // Three builds of one project at work at once: the queue keeps a fourth slot for other projects.
+    const env = { OPS_BUILD_CONCURRENCY: "4" };
     const first = await buildsApp(env, { dataDir });
     apps.push(first);
     w = await buildWorld(first);

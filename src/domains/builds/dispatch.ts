@@ -1,10 +1,15 @@
 /**
- * The build queue. At most `OPS_BUILD_CONCURRENCY` builds are in a working state (cloning …
- * signing; a build waiting for its rollout's verdict holds no builder); the rest wait `queued`.
- * When a slot frees, the queue is fair across projects: it serves the project it served least
- * recently (round-robin by project, remembered through `dispatch_seq`, the order in which builds
- * left the queue), and within a project the oldest build first. One project pushing twenty
- * commits cannot starve another project's single build.
+ * The build queue. At most `OPS_BUILD_CONCURRENCY` builds (default 2) are in a working state
+ * (cloning … signing; a build waiting for its rollout's verdict holds no builder); the rest wait
+ * `queued`. When a slot frees, the queue is fair across projects (DESIGN §6, issue 19 item 8):
+ *
+ * - a project with no build working goes before a project that has one (fewest working first);
+ * - then the project served least recently (round-robin, remembered through `dispatch_seq`, the
+ *   order in which builds left the queue), and within a project the oldest build first;
+ * - the last free slot goes only to a project with nothing working. Builds do not stop for each
+ *   other, so a project that already holds slots could otherwise fill the last one with a build
+ *   that never ends (or runs to the step limit), and every other project would wait behind it.
+ *   One project alone therefore builds one at a time at the default; docs/decisions/0222 says why.
  *
  * Each step of a build is a scheduler item (`builds.step`, leased and renewed while it runs);
  * the build row names the item that owns its current step (`step_item`), so an item a dead
@@ -45,35 +50,41 @@ export function enqueueStep(core: Core, t: Tx, buildId: number, state: BuildStat
 }
 
 /**
- * The queued build to start next (see the file comment), or null. The project served least
- * recently goes first (never served = first); ties go to the project whose oldest queued build
- * is oldest.
+ * The queued build to start next (see the file comment), or null. With `free` slots left, the
+ * last one goes only to a project with no build working.
  */
-export function pickNext(q: Queryable): { id: number; projectId: string } | null {
+export function pickNext(q: Queryable, free = Number.POSITIVE_INFINITY): { id: number; projectId: string } | null {
   const queued = q.select({ id: builds.id, projectId: builds.projectId }).from(builds).where(eq(builds.status, "queued")).orderBy(asc(builds.id)).all();
   if (queued.length === 0) return null;
   const oldest = new Map<string, number>();
   for (const b of queued) if (!oldest.has(b.projectId)) oldest.set(b.projectId, b.id);
+  const projects = [...oldest.keys()];
   const served = new Map(
     q
       .select({ projectId: builds.projectId, last: sql<number>`max(${builds.dispatchSeq})` })
       .from(builds)
-      .where(and(inArray(builds.projectId, [...oldest.keys()]), isNotNull(builds.dispatchSeq)))
+      .where(and(inArray(builds.projectId, projects), isNotNull(builds.dispatchSeq)))
       .groupBy(builds.projectId)
       .all()
       .map((r) => [r.projectId, r.last]),
   );
-  let best: string | null = null;
-  for (const project of oldest.keys()) {
-    if (best === null) {
-      best = project;
-      continue;
-    }
-    const a = served.get(project) ?? -1;
-    const b = served.get(best) ?? -1;
-    if (a < b || (a === b && oldest.get(project)! < oldest.get(best)!)) best = project;
-  }
-  return { id: oldest.get(best!)!, projectId: best! };
+  const working = new Map(
+    q
+      .select({ projectId: builds.projectId, n: sql<number>`count(*)` })
+      .from(builds)
+      .where(and(inArray(builds.projectId, projects), inArray(builds.status, [...WORKING_STATES])))
+      .groupBy(builds.projectId)
+      .all()
+      .map((r) => [r.projectId, r.n]),
+  );
+  const key = (p: string) => [working.get(p) ?? 0, served.get(p) ?? -1, oldest.get(p)!];
+  const best = projects.reduce((a, b) => {
+    const [ka, kb] = [key(a), key(b)];
+    for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return kb[i]! < ka[i]! ? b : a;
+    return a;
+  });
+  if (free <= 1 && (working.get(best) ?? 0) > 0) return null;
+  return { id: oldest.get(best)!, projectId: best };
 }
 
 /** Builds in a working state now. */
@@ -91,7 +102,7 @@ export function dispatchBuilds(core: Core): number[] {
     const started: Array<{ id: number; item: string }> = [];
     let free = core.config.buildConcurrency - workingCount(t);
     while (free > 0) {
-      const next = pickNext(t);
+      const next = pickNext(t, free);
       if (!next) break;
       const seq = (t.select({ n: sql<number>`coalesce(max(${builds.dispatchSeq}), 0)` }).from(builds).get()?.n ?? 0) + 1;
       // Both kinds of build start with `clone`: its timing opens with the state.
