@@ -24,6 +24,11 @@ export interface Principal {
   /** Id of the project a pinned token acts in; null when unpinned or a session. */
   tokenProjectId: string | null;
   tokenProjectSlug: string | null;
+  /**
+   * The minted token's kind (`api`, `cli`, `mcp`); null or absent for sessions. An `mcp` token is
+   * an AI client's: it may do what its scopes allow but never mint tokens or approve devices.
+   */
+  tokenKind?: "api" | "cli" | "mcp" | null;
   /** True when the credential came from the console cookie (state changes need a matching Origin). */
   viaCookie: boolean;
 }

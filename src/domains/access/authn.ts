@@ -31,6 +31,7 @@ interface SessionJoin {
 interface TokenJoin {
   id: string;
   operator_id: string;
+  kind: "api" | "cli" | "mcp";
   scopes: string;
   project_id: string | null;
   project_slug: string | null;
@@ -103,7 +104,7 @@ function prepare(core: Core): Statements {
          FROM sessions s JOIN operators o ON o.id = s.operator_id WHERE s.digest = ?`,
     ),
     token: db.query(
-      `SELECT t.id, t.operator_id, t.scopes, t.project_id, p.slug AS project_slug, t.expires_at, t.revoked_at,
+      `SELECT t.id, t.operator_id, t.kind, t.scopes, t.project_id, p.slug AS project_slug, t.expires_at, t.revoked_at,
               o.kind AS o_kind, o.email, o.handle, o.display_name, o.suspended_at
          FROM tokens t JOIN operators o ON o.id = t.operator_id LEFT JOIN projects p ON p.id = t.project_id
         WHERE t.digest = ?`,
@@ -222,6 +223,7 @@ export function accessHooks(core: Core): AccessHooks {
         tokenScopes: list(row.scopes),
         tokenProjectId: row.project_id,
         tokenProjectSlug: row.project_slug,
+        tokenKind: row.kind,
         viaCookie: false,
       };
       GenerationCache.put(principals, key, p);

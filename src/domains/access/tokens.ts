@@ -45,9 +45,14 @@ export function overCarry(core: Core, minter: Principal, role: Pick<RoleRow, "pe
   return parseList(role.permissions).filter((k) => !held.has(k));
 }
 
-/** Throw 403 for machines and 422 when the role would carry more than the minter holds. */
+/**
+ * Throw 403 for machines and for an MCP client's token (an assistant acts for a person, it never
+ * hands out credentials), and 422 when the role would carry more than the minter holds.
+ */
 export function assertMintable(core: Core, minter: Principal, role: RoleRow, projectId: string | null, verb: "mint" | "approve" = "mint"): void {
-  if (minter.kind === "machine") throw new OpsError("forbidden", `A machine operator cannot ${verb === "mint" ? "mint tokens" : "approve devices"}.`);
+  const what = verb === "mint" ? "mint tokens" : "approve devices";
+  if (minter.kind === "machine") throw new OpsError("forbidden", `A machine operator cannot ${what}.`);
+  if (minter.tokenKind === "mcp") throw new OpsError("forbidden", `An MCP client's token cannot ${what}.`);
   // A pinned token acts in one project only; what it mints must stay there too.
   if (minter.tokenProjectId !== null && projectId !== minter.tokenProjectId) {
     throw new OpsError("refused", `A token pinned to ${minter.tokenProjectSlug} can only mint tokens pinned to ${minter.tokenProjectSlug}.`, { project: minter.tokenProjectSlug });
@@ -60,7 +65,7 @@ export function assertMintable(core: Core, minter: Principal, role: RoleRow, pro
 
 /** True when `minter` could mint `role` where `projectId` says (advice for approval pages). */
 export function isMintable(core: Core, minter: Principal, role: RoleRow, projectId: string | null): boolean {
-  return minter.kind === "person" && overCarry(core, minter, role, projectId).length === 0;
+  return minter.kind === "person" && minter.tokenKind !== "mcp" && overCarry(core, minter, role, projectId).length === 0;
 }
 
 /** Resolve a mint request's role and project: 404 for an unknown one, 422 for a role of another project. */
