@@ -234,6 +234,7 @@ export function createHttpApp(core: Core) {
     const routes = m.routes?.(core);
     if (routes) app = app.use(routes) as unknown as typeof app;
   }
+  for (const m of modules) m.onHttpApp?.(core, app);
   return app;
 }
 

@@ -123,4 +123,9 @@ export interface DomainModule {
   bodyLimits?(core: Core): Array<BodyLimit>;
   /** Error renderers for protocol prefixes. */
   errorStyles?(core: Core): ErrorStyle[];
+  /**
+   * Called once the HTTP app holds every domain's routes, with the composed app: a domain that
+   * serves the routes in another form (the MCP tools) reads their schemas from `app.routes`.
+   */
+  onHttpApp?(core: Core, app: AnyElysia): void;
 }

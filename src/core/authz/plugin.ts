@@ -157,11 +157,8 @@ function sameOrigin(core: Core, request: Request): boolean {
   return host !== null && (origin === `http://${host}` || origin === `https://${host}`);
 }
 
-/**
- * Authorize a request. Synchronous unless the route's `project` resolver is asynchronous, so the
- * common case costs no promise (the macro picks a sync or an async hook at definition time).
- */
-interface AuthorizeInput {
+/** What `authorize` reads: the caller, and the request (method, URL) with its route parameters. */
+export interface AuthorizeInput {
   principal: Principal | null;
   meta: RequestMeta;
   request: Request;
@@ -170,7 +167,14 @@ interface AuthorizeInput {
   headers?: unknown;
 }
 
-function authorize(core: Core, ctx: AuthorizeInput, spec: PermissionSpec): AuthContext | Promise<AuthContext> {
+/**
+ * Authorize a request: the `permission` macro's whole decision (401, cookie Origin, project and
+ * environment scope, 403 with its `denied` audit row, audited reads). Exported so a caller that
+ * is not an HTTP route acts under the same rule: an MCP tool passes the API request it stands for
+ * (method and path) with that route's parameters and spec. Synchronous unless the spec's `project`
+ * resolver is asynchronous, so the common case costs no promise.
+ */
+export function authorize(core: Core, ctx: AuthorizeInput, spec: PermissionSpec): AuthContext | Promise<AuthContext> {
   const principal = ctx.principal as Principal | null;
   const meta = ctx.meta as RequestMeta;
   const request = ctx.request as Request;
