@@ -12,6 +12,9 @@ export interface ClientConfigFile {
   server?: string | null;
   token?: string | null;
   project?: string | null;
+  /** `ops login --client mcp`'s server and token (kind `mcp`), kept apart from the CLI's own login. */
+  mcp_server?: string | null;
+  mcp_token?: string | null;
 }
 
 type Env = Record<string, string | undefined>;

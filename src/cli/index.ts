@@ -9,6 +9,7 @@ import { whoamiCommand, logoutCommand } from "./session";
 import { updateCommand } from "./update";
 import { tokensListCommand, tokensMintCommand, tokensRevokeCommand } from "./tokens";
 import { deployCommand, logsCommand, rollbackCommand } from "./delivery";
+import { mcpCommand } from "./mcp";
 
 function withCliErrors(c: Command): Command {
   return {
@@ -27,4 +28,4 @@ function withCliErrors(c: Command): Command {
   };
 }
 
-export const CLIENT_COMMANDS: readonly Command[] = [loginCommand, whoamiCommand, logoutCommand, updateCommand, tokensListCommand, tokensMintCommand, tokensRevokeCommand, logsCommand, deployCommand, rollbackCommand].map(withCliErrors);
+export const CLIENT_COMMANDS: readonly Command[] = [loginCommand, whoamiCommand, logoutCommand, updateCommand, tokensListCommand, tokensMintCommand, tokensRevokeCommand, logsCommand, deployCommand, rollbackCommand, mcpCommand].map(withCliErrors);

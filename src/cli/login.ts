@@ -89,20 +89,23 @@ function defaultClientName(): string {
 export const loginCommand: Command = {
   name: "login",
   summary: "Sign this machine in to an ops server (device code, approved in the console)",
-  usage: "[--server URL] [--project P]",
+  usage: "[--server URL] [--project P] [--client cli|mcp]",
   description:
-    "Prints a one-time code and a URL. Open the URL on any device where you are signed in to the ops console, check the code, choose a role and approve. The token is saved to ~/.config/ops/config.json (mode 0600). OPS_SERVER and OPS_TOKEN override the file.",
+    "Prints a one-time code and a URL. Open the URL on any device where you are signed in to the ops console, check the code, choose a role and approve. The token is saved to ~/.config/ops/config.json (mode 0600). OPS_SERVER and OPS_TOKEN override the file. With --client mcp the approver sees an MCP client, the token is of kind mcp (it can never mint tokens or approve devices), and it is saved apart from the CLI's login, for 'ops mcp'.",
   flags: {
     server: { type: "string", value: "URL", description: "The ops server (default: OPS_SERVER or the saved server)" },
     project: { type: "string", value: "P", description: "Ask for a token pinned to this project (the approver decides)" },
+    client: { type: "string", value: "cli|mcp", description: "Who the token is for: this CLI (default) or an MCP client started by 'ops mcp'" },
   },
   async run(ctx: CommandContext) {
     const resolved = resolveClient(ctx.env, typeof ctx.flags.server === "string" ? ctx.flags.server : undefined);
     const server = normaliseServer(resolved.server);
     if (!server) throw new CliError("which server? Run 'ops login --server https://ops.example.com'.", EXIT.usage);
     const project = typeof ctx.flags.project === "string" ? ctx.flags.project : null;
+    const client = ctx.flags.client ?? "cli";
+    if (client !== "cli" && client !== "mcp") throw new CliError(`--client is cli or mcp, not "${String(client)}".`, EXIT.usage);
 
-    const started = await api<Authorize>(server, null, "POST", "/api/v1/auth/device", { client: "cli", client_name: defaultClientName(), project });
+    const started = await api<Authorize>(server, null, "POST", "/api/v1/auth/device", { client, client_name: defaultClientName(), project });
     const a = started.body;
     ctx.stderr(`! First copy your one-time code: ${a.user_code}\n`);
     ctx.stderr(`Open this URL to continue in your web browser: ${a.verification_uri_complete}\n`);
@@ -127,9 +130,12 @@ export const loginCommand: Command = {
     });
 
     const previous = readConfigFile(ctx.env);
-    const file = writeConfigFile(ctx.env, { ...previous, server, token: token.access_token, project: token.project ?? null });
+    const saved = client === "mcp" ? { ...previous, mcp_server: server, mcp_token: token.access_token } : { ...previous, server, token: token.access_token, project: token.project ?? null };
+    const file = writeConfigFile(ctx.env, saved);
     ctx.stderr(`✓ Authentication complete. Signed in to ${server} as ${token.operator}\n`);
-    ctx.stdout(`Logged in as ${token.operator} with role ${token.role}${token.project ? ` in project ${token.project}` : ""}; token saved to ${file}\n`);
+    const where = `with role ${token.role}${token.project ? ` in project ${token.project}` : ""}`;
+    if (client === "mcp") ctx.stdout(`MCP client token for ${token.operator} ${where} saved to ${file}; have your MCP client run 'ops mcp'\n`);
+    else ctx.stdout(`Logged in as ${token.operator} ${where}; token saved to ${file}\n`);
     if (ctx.env.OPS_TOKEN) ctx.stderr("note: OPS_TOKEN is set and overrides the saved token.\n");
     return EXIT.ok;
   },

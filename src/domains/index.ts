@@ -17,6 +17,7 @@ import { deploymentsModule } from "./deployments";
 import { translationsModule } from "./translations";
 import { observabilityModule } from "./observability";
 import { modulesModule } from "./modules";
+import { mcpModule } from "./mcp";
 import { consoleModule } from "../console/module";
 
 export const DOMAINS: readonly DomainModule[] = [
@@ -34,5 +35,6 @@ export const DOMAINS: readonly DomainModule[] = [
   translationsModule,
   observabilityModule,
   modulesModule,
+  mcpModule,
   consoleModule,
 ];

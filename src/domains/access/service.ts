@@ -13,3 +13,5 @@ export { flushTouches } from "./authn";
 export { bootstrapOwner } from "./bootstrap";
 export { operatorName, type OperatorRow, type ProjectRow, type RoleRow, type TokenRow, type SessionRow } from "./rows";
 export { rolesForProjects } from "./role-lists";
+export { me } from "./identity";
+export { listAudit } from "./audit-read";

@@ -14,6 +14,7 @@ import { severityRange, type LevelName, type LogRow } from "./rows";
 import { writerOf } from "./writer";
 
 export { readScope, type Scope } from "./visibility";
+export { readLogs, readTraces, readTrace, readSeries } from "./reads";
 
 /** One line ops writes on a project's behalf. */
 export interface PlatformLogEntry {

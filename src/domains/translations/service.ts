@@ -12,3 +12,4 @@ export { ensurePackageBundle, createBundle, findPackageBundle, type CreateBundle
 export { registerVersion, flattenTree, type RegisterVersionInput } from "./versions";
 export { exportLocale, compose, type ExportQuery, type ExportResult } from "./compose";
 export type { BundleRow } from "./store";
+export { listEntries, setEntry } from "./entries";

@@ -1,0 +1,116 @@
+/**
+ * Delivery tools: builds, deploy, rollback and the timeline. Each is one route of the builds or
+ * deployments domain, with that route's permission spec (a build's routes are evaluated in the
+ * build's own environment, through the builds domain's `environmentOfBuild`, as the routes are).
+ */
+import type { Core } from "../../core/core";
+import type { ResolveContext } from "../../core/authz/plugin";
+import { buildDetail, buildLog, cancelBuild, createBuild, environmentOfBuild, listBuilds, type BuildResponse } from "../builds/service";
+import { deployService, listTimeline, rollbackService } from "../deployments/service";
+import { READS, changes, count, envOf, type ToolSpec } from "./tool-kit";
+
+const PROJECT = { slug: "project" };
+const BUILD = { slug: "project", id: "build_id" };
+const SERVICE = { slug: "project", name: "service" };
+const describe = {
+  project: "Project slug",
+  build_id: "The build's number (`id` in list_builds)",
+  service: "Service name",
+};
+
+/** The route's own scope for one build: that build's environment. */
+const inBuildEnvironment = (key: "builds.read" | "builds.run") => (core: Core) => ({ key, environment: (ctx: ResolveContext) => environmentOfBuild(core, ctx.project!.id, Number(ctx.params.id)) });
+
+const short = (sha: string | null | undefined) => (sha ?? "").slice(0, 12);
+const buildLine = (b: BuildResponse) => `#${b.id} ${b.service || b.kind} ${b.status}${b.failure_kind ? ` (${b.failure_kind})` : ""} at ${short(b.commit_sha)}`;
+
+export const DELIVERY_TOOLS: ToolSpec[] = [
+  {
+    name: "list_builds",
+    title: "List builds",
+    description: "Builds of one environment of a project, newest first (optionally one service's).",
+    route: "GET /api/v1/projects/:slug/builds",
+    args: { rename: PROJECT, describe },
+    permission: "builds.read",
+    annotations: READS,
+    run: (c) => listBuilds(c.core, c.project, envOf(c), c.query.service ?? null, c.query.limit ?? 50),
+    text: (r: BuildResponse[], c) => `${count(r.length, "build")} in ${c.project.slug}/${envOf(c)}${r.length ? `: ${r.slice(0, 5).map(buildLine).join("; ")}` : ""}.`,
+  },
+  {
+    name: "get_build",
+    title: "Get a build",
+    description: "One build with its steps' timings, its failure, its image and the rollout it led to.",
+    route: "GET /api/v1/projects/:slug/builds/:id",
+    args: { rename: BUILD, describe },
+    permission: inBuildEnvironment("builds.read"),
+    annotations: READS,
+    run: (c) => buildDetail(c.core, c.project, c.params.id),
+    text: (r: ReturnType<typeof buildDetail>) => `Build ${buildLine(r.build)}${r.build.error ? `: ${r.build.error}` : ""}.`,
+  },
+  {
+    name: "get_build_log",
+    title: "Read a build's log",
+    description: "A page of a build's log after sequence `after` (pass the returned `next` to read on; `live` while it runs).",
+    route: "GET /api/v1/projects/:slug/builds/:id/log",
+    args: { rename: BUILD, describe },
+    permission: inBuildEnvironment("builds.read"),
+    annotations: READS,
+    run: (c) => buildLog(c.core, c.project, c.params.id, c.query.after ?? 0, c.query.limit ?? 500),
+    text: (r: ReturnType<typeof buildLog>) => `${count(r.lines.length, "line")} up to ${r.next}${r.live ? " (still running)" : ""}.`,
+  },
+  {
+    name: "start_build",
+    title: "Start a build",
+    description: "Queue a build of the head of a branch of the service's repository (default the service's branch).",
+    route: "POST /api/v1/projects/:slug/builds",
+    args: { rename: PROJECT, omit: ["query.service", "limit"], describe },
+    permission: "builds.run",
+    annotations: changes(false, false),
+    run: (c) => createBuild(c.core, c.project, envOf(c), c.body as { service: string; ref?: string | null }, c.auth),
+    text: (r: BuildResponse) => `Queued build ${buildLine(r)}.`,
+  },
+  {
+    name: "cancel_build",
+    title: "Cancel a build",
+    description: "Cancel a queued or running build (a running one stops at the end of its step).",
+    route: "POST /api/v1/projects/:slug/builds/:id/cancel",
+    args: { rename: BUILD, describe },
+    permission: inBuildEnvironment("builds.run"),
+    annotations: changes(true, true),
+    run: async (c) => (await cancelBuild(c.core, c.project, c.params.id, c.auth)).build,
+    text: (r: BuildResponse) => `Build #${r.id} is ${r.status}.`,
+  },
+  {
+    name: "deploy",
+    title: "Deploy a service",
+    description: "Roll a service out to a signed image: a digest, or the image of one of its builds (`build_id`).",
+    route: "POST /api/v1/projects/:slug/resources/service/:name/deploy",
+    args: { rename: SERVICE, omit: ["query.service", "limit"], describe },
+    permission: "deployments.deploy",
+    annotations: changes(true, false),
+    run: (c) => deployService(c.core, c.project, c.query.environment, c.params.name, c.body as { digest?: string | null; build_id?: number | null }, c.auth),
+    text: (r) => `Deploying ${r.service} in ${r.environment} to ${short(r.image_digest)}: ${r.rollout}.`,
+  },
+  {
+    name: "rollback",
+    title: "Roll a service back",
+    description: "Roll a service back to a digest, by default the newest healthy one that is not current.",
+    route: "POST /api/v1/projects/:slug/resources/service/:name/rollback",
+    args: { rename: SERVICE, omit: ["query.service", "limit"], describe },
+    permission: "deployments.deploy",
+    annotations: changes(true, false),
+    run: (c) => rollbackService(c.core, c.project, c.query.environment, c.params.name, c.body as { digest?: string | null } | undefined, c.auth),
+    text: (r) => `Rolling ${r.service} in ${r.environment} back to ${short(r.image_digest)}: ${r.rollout}.`,
+  },
+  {
+    name: "timeline",
+    title: "Deployment timeline",
+    description: "Builds and rollouts of one environment, newest first: what ran, what failed and why, what rolled back.",
+    route: "GET /api/v1/projects/:slug/deployments",
+    args: { rename: PROJECT, describe },
+    permission: "deployments.read",
+    annotations: READS,
+    run: (c) => listTimeline(c.core, c.project, envOf(c), c.query.service || null, c.query.limit ?? 50),
+    text: (r: Array<{ service: string; state_text: string }>, c) => `${count(r.length, "event")} in ${c.project.slug}/${envOf(c)}${r.length ? `; newest: ${r[0].service}: ${r[0].state_text}` : ""}.`,
+  },
+];
