@@ -42,10 +42,16 @@ export interface Me {
   actor: string;
   display_name: string;
   kind: "person" | "machine";
+  machine: boolean;
+  suspended: boolean;
   mfa: boolean;
   operator_id: string;
   via: string;
-  memberships: Array<{ project?: string | null; role_id: string; role_name: string; role_slug: string; fixed: boolean }>;
+  memberships: Array<{ project?: string | null; role_id: string; role_name: string; role_slug: string; fixed: boolean; permissions: string[] }>;
+  policies: Array<{ project: string; environment: string; role_id: string; allowed: string[] }>;
+  token_id?: string | null;
+  token_project?: string | null;
+  token_scopes?: string[] | null;
 }
 
 export interface Session {

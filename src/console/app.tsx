@@ -9,7 +9,8 @@ import { SignIn } from "./screens/sign-in";
 import { DevicePage } from "./screens/device";
 import { StatusPage } from "./screens/status";
 import { AccountPage } from "./screens/account";
-import { ProjectList, ProjectFrame } from "./screens/project";
+import { ProjectList } from "./screens/projects";
+import { ProjectFrame } from "./project-frame";
 
 function currentLocation(): { path: string; query: URLSearchParams; full: string } {
   return { path: location.pathname, query: new URLSearchParams(location.search), full: location.pathname + location.search };

@@ -1,54 +1,62 @@
 /**
- * The sections of a project's pages in the console, in navigation order. A capability that
- * brings console pages adds one entry here and its screen under `screens/`; the project frame
- * (screens/project.tsx) draws the navigation and hands the section its props.
+ * The sections of a project's pages in the console, in navigation order, and which page each
+ * shows for the rest of its path. A capability that brings console pages adds one entry here and
+ * its screens under `screens/`; the project frame (project-frame.tsx) draws the navigation and
+ * calls `page`. This file is the only one that imports screens, so no screen imports another.
  *
  * A section owns every path under `/projects/<slug>/<id>/…`: `rest` is what follows its id
  * (e.g. `["42"]` for `/projects/shop/builds/42`), so a section can have list and detail pages.
  */
-import type { ComponentType } from "preact";
-import type { Me } from "./api";
+import type { JSX } from "preact";
+import type { PermissionKey } from "../core/authz/catalog";
+import type { SectionProps } from "./frame";
 import { ProjectOverview } from "./screens/project-overview";
-import { SourcesSection } from "./screens/sources";
-import { BuildsSection } from "./screens/builds";
-import { DeploymentsSection } from "./screens/deployments";
-import { Translations } from "./screens/translations";
+import { SourceList } from "./screens/sources";
+import { Studio } from "./screens/studio";
+import { BuildList } from "./screens/builds";
+import { BuildPage } from "./screens/builds-page";
+import { DeploymentsList } from "./screens/deployments";
+import { ServicePage } from "./screens/service";
+import { Overview as TranslationsOverview } from "./screens/translations";
+import { BundleEditor } from "./screens/translations-editor";
+import { SharedEditor } from "./screens/translations-shared";
 import { LogsPage } from "./screens/obs/logs";
 import { TracesPage } from "./screens/obs/traces";
 import { MetricsPage } from "./screens/obs/metrics";
 import { ModulesSection } from "./screens/modules";
 
-export interface ProjectInfo {
-  id: string;
-  slug: string;
-  name: string;
-  environments: string[];
-  archived: boolean;
-}
-
-export interface SectionProps {
-  me: Me;
-  project: ProjectInfo;
-  /** Path segments after the section id, decoded. */
-  rest: string[];
-  query: URLSearchParams;
-}
-
 export interface Section {
   /** Path segment: `/projects/<slug>/<id>`; "" for the overview. */
   id: string;
   label: string;
-  component: ComponentType<SectionProps>;
+  /** The permission the section's pages read with; the tab is offered only to people who hold it somewhere in the project. */
+  needs?: PermissionKey;
+  page(props: SectionProps): JSX.Element;
 }
 
 export const SECTIONS: Section[] = [
-  { id: "", label: "Overview", component: ProjectOverview },
-  { id: "sources", label: "Sources", component: SourcesSection },
-  { id: "builds", label: "Builds", component: BuildsSection },
-  { id: "deployments", label: "Deployments", component: DeploymentsSection },
-  { id: "translations", label: "Translations", component: Translations },
-  { id: "logs", label: "Logs", component: LogsPage },
-  { id: "traces", label: "Traces", component: TracesPage },
-  { id: "metrics", label: "Metrics", component: MetricsPage },
-  { id: "modules", label: "Modules", component: ModulesSection },
+  { id: "", label: "Overview", needs: "resources.read", page: (p) => <ProjectOverview {...p} /> },
+  { id: "sources", label: "Sources", needs: "sources.read", page: (p) => (p.rest[0] ? <Studio project={p.project} sourceId={p.rest[0]} query={p.query} /> : <SourceList {...p} />) },
+  { id: "builds", label: "Builds", needs: "builds.read", page: (p) => (p.rest[0] ? <BuildPage project={p.project} id={p.rest[0]} /> : <BuildList {...p} />) },
+  {
+    id: "deployments",
+    label: "Deployments",
+    needs: "deployments.read",
+    page: (p) => (p.rest[0] ? <ServicePage project={p.project} service={p.rest[0]} query={p.query} /> : <DeploymentsList {...p} />),
+  },
+  {
+    id: "translations",
+    label: "Translations",
+    needs: "translations.read",
+    page: (p) => {
+      const [page, id] = p.rest;
+      if (page === "bundles" && id) return <BundleEditor project={p.project} bundleId={Number(id)} query={p.query} />;
+      if (page === "shared" && id) return <SharedEditor project={p.project} bundleId={Number(id)} query={p.query} />;
+      return <TranslationsOverview {...p} />;
+    },
+  },
+  { id: "logs", label: "Logs", needs: "obs.read", page: (p) => <LogsPage {...p} /> },
+  { id: "traces", label: "Traces", needs: "obs.read", page: (p) => <TracesPage {...p} /> },
+  { id: "metrics", label: "Metrics", needs: "obs.read", page: (p) => <MetricsPage {...p} /> },
+  { id: "modules", label: "Modules", needs: "packages.read", page: (p) => <ModulesSection {...p} /> },
 ];

@@ -7,8 +7,8 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, navigate, when } from "../ui";
-import type { ProjectInfo } from "../sections";
-import { BuildBadge, buildSubject, duration, isFinal, type Build } from "./builds";
+import type { ProjectInfo } from "../frame";
+import { BuildBadge, buildSubject, duration, isFinal, type Build } from "../widgets/builds";
 
 interface LogLine {
   seq: number;

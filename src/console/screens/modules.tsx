@@ -8,7 +8,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, when } from "../ui";
-import type { SectionProps } from "../sections";
+import type { SectionProps } from "../frame";
 import { renderMarkdown } from "./modules-markdown";
 
 interface ModuleConsumer {

@@ -6,8 +6,9 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, when } from "../ui";
-import type { SectionProps } from "../sections";
-import { ServiceTable, type ServiceInfo } from "./deployments";
+import type { SectionProps } from "../frame";
+import { EnvironmentPicker } from "../widgets/environment-picker";
+import { ServiceTable, type ServiceInfo } from "../widgets/services";
 
 interface ResourceRow {
   id: string;
@@ -76,25 +77,5 @@ export function ProjectOverview(props: SectionProps) {
         </table>
       )}
     </section>
-  );
-}
-
-/** Links that switch the `environment` query parameter of the current page. */
-export function EnvironmentPicker(props: { environments: string[]; current: string }) {
-  if (props.environments.length < 2) return null;
-  return (
-    <nav class="env-picker" aria-label="Environment">
-      {props.environments.map((e) => (
-        <a key={e} href={`?environment=${encodeURIComponent(e)}`} aria-current={e === props.current ? "page" : undefined} onClick={(ev) => {
-          ev.preventDefault();
-          const q = new URLSearchParams(location.search);
-          q.set("environment", e);
-          history.pushState(null, "", `${location.pathname}?${q}`);
-          dispatchEvent(new PopStateEvent("popstate"));
-        }}>
-          {e}
-        </a>
-      ))}
-    </nav>
   );
 }

@@ -8,9 +8,9 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, when } from "../ui";
-import type { ProjectInfo } from "../sections";
-import { EnvironmentPicker } from "./project-overview";
-import { short, StatusBadge, TimelineTable, type ServiceInfo, type TimelineEntry } from "./deployments";
+import type { ProjectInfo } from "../frame";
+import { EnvironmentPicker } from "../widgets/environment-picker";
+import { short, StatusBadge, TimelineTable, type ServiceInfo, type TimelineEntry } from "../widgets/services";
 
 interface BuildInfo {
   id: number;

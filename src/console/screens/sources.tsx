@@ -8,20 +8,10 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, ago, navigate } from "../ui";
-import type { SectionProps } from "../sections";
-import { Studio } from "./studio";
+import type { SectionProps } from "../frame";
+import { CopyField } from "../widgets/copy-field";
+import type { SourceInfo } from "../widgets/sources";
 
-export interface SourceInfo {
-  id: string;
-  repo: string;
-  clone_url: string;
-  default_branch: string;
-  connected_at: string;
-  installation_id: number;
-  last_event_at?: string | null;
-  services: string[];
-  declared?: { services: string[]; steps: string[]; domains: Record<string, string[]>; hooks: Record<string, string[]> } | null;
-}
 
 interface ScanQueued {
   scan_id: number;
@@ -74,38 +64,7 @@ function describeScan(r: ScanResult, s: SourceInfo): { text: string; kind: "ok" 
   return { kind: rec?.refused.length ? "info" : "ok", services, text: `Scan ${r.id} of ${s.repo} at ${r.git_ref}: ${parts.length > 0 ? parts.join("; ") : "everything was already as declared"}.` };
 }
 
-/** The section: the list, or a studio when the path names a source. */
-export function SourcesSection(props: SectionProps) {
-  const id = props.rest[0];
-  if (id) return <Studio project={props.project} sourceId={id} query={props.query} />;
-  return <SourceList {...props} />;
-}
-
-/** A read-only URL with a button that copies it. */
-export function CopyField(props: { label: string; value: string }) {
-  const [copied, setCopied] = useState<string | null>(null);
-  async function copy() {
-    try {
-      await navigator.clipboard.writeText(props.value);
-      setCopied("Copied.");
-    } catch {
-      setCopied("Select the URL and copy it.");
-    }
-  }
-  return (
-    <span class="copy-field">
-      <input readOnly value={props.value} aria-label={props.label} onFocus={(e) => (e.target as HTMLInputElement).select()} />
-      <button type="button" class="small" onClick={() => void copy()}>
-        Copy
-      </button>
-      <span role="status" class="muted">
-        {copied}
-      </span>
-    </span>
-  );
-}
-
-function SourceList(props: SectionProps) {
+export function SourceList(props: SectionProps) {
   const slug = props.project.slug;
   const [sources, setSources] = useState<SourceInfo[] | null>(null);
   const [error, setError] = useState<string | null>(null);

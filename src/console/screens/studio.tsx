@@ -7,8 +7,9 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, navigate, when } from "../ui";
-import type { ProjectInfo } from "../sections";
-import { CopyField, type SourceInfo } from "./sources";
+import type { ProjectInfo } from "../frame";
+import { CopyField } from "../widgets/copy-field";
+import type { SourceInfo } from "../widgets/sources";
 
 interface TreeEntry {
   path: string;

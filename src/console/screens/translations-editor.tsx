@@ -6,8 +6,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Alert, Link } from "../ui";
-import type { ProjectInfo } from "../sections";
-import { KIND_LABEL, message, trPage, trPath, type Entry, type OwnBundle, type ProjectTranslations } from "./translations-api";
+import type { ProjectInfo } from "../frame";
+import { KIND_LABEL, message, trPage, trPath, type Entry, type OwnBundle, type ProjectTranslations } from "../widgets/translations";
 
 /** Rows shown at once; a search narrows the rest. */
 const SHOWN = 200;

@@ -7,8 +7,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Alert, Link } from "../ui";
-import type { ProjectInfo } from "../sections";
-import { actions, message, trPage, trPath, type SharedRow, type SharedView } from "./translations-api";
+import type { ProjectInfo } from "../frame";
+import { actions, message, trPage, trPath, type SharedRow, type SharedView } from "../widgets/translations";
 
 export function SharedEditor(props: { project: ProjectInfo; bundleId: number; query: URLSearchParams }) {
   const slug = props.project.slug;

@@ -8,19 +8,10 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Alert, Link } from "../ui";
-import type { SectionProps } from "../sections";
-import { KIND_LABEL, actions, message, trPage, trPath, type BundleSummary, type ProjectTranslations, type SharedBundle } from "./translations-api";
-import { BundleEditor } from "./translations-editor";
-import { SharedEditor } from "./translations-shared";
+import type { SectionProps } from "../frame";
+import { KIND_LABEL, actions, message, trPage, trPath, type BundleSummary, type ProjectTranslations, type SharedBundle } from "../widgets/translations";
 
-export function Translations(props: SectionProps) {
-  const [page, id] = props.rest;
-  if (page === "bundles" && id) return <BundleEditor project={props.project} bundleId={Number(id)} query={props.query} />;
-  if (page === "shared" && id) return <SharedEditor project={props.project} bundleId={Number(id)} query={props.query} />;
-  return <Overview {...props} />;
-}
-
-function Overview(props: SectionProps) {
+export function Overview(props: SectionProps) {
   const slug = props.project.slug;
   const [data, setData] = useState<ProjectTranslations | null>(null);
   const [catalog, setCatalog] = useState<BundleSummary[]>([]);

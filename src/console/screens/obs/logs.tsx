@@ -6,9 +6,9 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../../api";
 import { Alert } from "../../ui";
-import type { SectionProps } from "../../sections";
-import { StackedBars } from "./charts";
-import { LEVEL_ORDER, QuerySelect, RANGES, levelFamily, obsQuery, preciseTime, rangeMs, setPageQuery, type LogEntry, type LogVolume } from "./common";
+import type { SectionProps } from "../../frame";
+import { StackedBars } from "../../widgets/charts";
+import { LEVEL_ORDER, QuerySelect, RANGES, levelFamily, obsQuery, preciseTime, rangeMs, setPageQuery, type LogEntry, type LogVolume } from "../../widgets/obs";
 
 const LEVELS: ReadonlyArray<readonly [string, string]> = [
   ["", "All levels"],

@@ -8,9 +8,9 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../../api";
 import { Alert } from "../../ui";
-import type { SectionProps } from "../../sections";
-import { LineChart, type LineSeries } from "./charts";
-import { QuerySelect, RANGES, obsQuery, rangeMs, setPageQuery, type MetricName, type SeriesResponse } from "./common";
+import type { SectionProps } from "../../frame";
+import { LineChart, type LineSeries } from "../../widgets/charts";
+import { QuerySelect, RANGES, obsQuery, rangeMs, setPageQuery, type MetricName, type SeriesResponse } from "../../widgets/obs";
 
 const MAX_CHARTS = 12;
 

@@ -6,8 +6,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../../api";
 import { Alert, Link } from "../../ui";
-import type { SectionProps } from "../../sections";
-import { QuerySelect, RANGES, duration, obsQuery, preciseTime, setPageQuery, type SpanEntry } from "./common";
+import type { SectionProps } from "../../frame";
+import { QuerySelect, RANGES, duration, obsQuery, preciseTime, setPageQuery, type SpanEntry } from "../../widgets/obs";
 
 const STATUSES: ReadonlyArray<readonly [string, string]> = [
   ["", "Any status"],

@@ -1,12 +1,11 @@
 /**
- * Projects: the list of the caller's projects (`/projects`) and the frame of one project's pages
- * (`/projects/<slug>/<section>/…`): its name, an environment-independent section navigation, and
- * the section's screen (see sections.tsx).
+ * Projects: the list of the caller's projects (`/projects`) and, for people with an estate-wide
+ * role, the form that creates one. A project's pages are drawn by project-frame.tsx.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Me } from "../api";
 import { Alert, Link, navigate } from "../ui";
-import { SECTIONS, type ProjectInfo } from "../sections";
+import type { ProjectInfo } from "../frame";
 
 export function ProjectList(props: { me: Me }) {
   const [projects, setProjects] = useState<ProjectInfo[] | null>(null);
@@ -86,42 +85,5 @@ function NewProject() {
         </button>
       </div>
     </form>
-  );
-}
-
-/** `segments` = the path after `/projects/`: `[slug, section?, ...rest]`. */
-export function ProjectFrame(props: { me: Me; segments: string[]; query: URLSearchParams }) {
-  const [slug, sectionId = "", ...rest] = props.segments;
-  const [project, setProject] = useState<ProjectInfo | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    setProject(null);
-    setError(null);
-    api<ProjectInfo>("GET", `/api/v1/projects/${encodeURIComponent(slug as string)}`)
-      .then(setProject)
-      .catch((e) => setError(e instanceof ApiError ? (e.status === 404 ? `There is no project "${slug}".` : e.message) : "Could not load the project."));
-  }, [slug]);
-
-  const section = SECTIONS.find((s) => s.id === sectionId);
-  if (error) return <Alert>{error}</Alert>;
-  if (!project) return <p aria-busy="true">Loading project…</p>;
-  const Screen = section?.component;
-  return (
-    <>
-      <div class="project-head">
-        <h1>
-          <Link href="/projects">Projects</Link> <span class="muted">/</span> {project.name}
-          {project.archived && <span class="tag tag-warn">archived</span>}
-        </h1>
-        <nav class="tabs" aria-label="Project">
-          {SECTIONS.map((s) => (
-            <Link key={s.id} href={`/projects/${project.slug}${s.id ? `/${s.id}` : ""}`} class={s.id === sectionId ? "current" : undefined}>
-              {s.label}
-            </Link>
-          ))}
-        </nav>
-      </div>
-      {Screen ? <Screen me={props.me} project={project} rest={rest} query={props.query} /> : <Alert kind="info">This project has no page "{sectionId}".</Alert>}
-    </>
   );
 }

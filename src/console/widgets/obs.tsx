@@ -4,7 +4,7 @@
  * and time formatting for axes.
  */
 import type { ComponentChildren } from "preact";
-import { navigate } from "../../ui";
+import { navigate } from "../ui";
 
 export interface LogEntry {
   client?: string | null;

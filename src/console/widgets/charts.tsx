@@ -3,7 +3,7 @@
  * refuses): a line chart with one line per series and an optional min–max band, and stacked bars
  * for the log level histogram. Each chart is an image with a text summary for screen readers.
  */
-import { clock } from "./common";
+import { clock } from "./obs";
 
 const W = 640;
 const PAD = { left: 56, right: 12, top: 10, bottom: 26 };
