@@ -37,3 +37,47 @@ export async function runUntil(t: TestApp, done: () => Promise<boolean>): Promis
     await Bun.sleep(100);
   }
 }
+
+/** Sign in through the console's form (the page shows it on any path that needs a person). */
+export async function signIn(page: Page, person: { email: string; password: string }): Promise<void> {
+  await page.getByLabel("Email").fill(person.email);
+  await page.getByLabel("Password").fill(person.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/**
+ * A context whose pages record their layout shifts (as Chromium reports them to
+ * PerformanceObserver; shifts right after the person's input do not count, as in CLS) and their
+ * script errors and Content Security Policy violations.
+ */
+export async function watchedContext(browser: Browser, viewport = { width: 1280, height: 900 }) {
+  const context = await browser.newContext({ viewport, locale: "en-GB" });
+  await context.addInitScript(() => {
+    const w = window as unknown as { __shift: number };
+    w.__shift = 0;
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries() as Array<PerformanceEntry & { value: number; hadRecentInput: boolean }>) if (!e.hadRecentInput) w.__shift += e.value;
+    }).observe({ type: "layout-shift", buffered: true });
+  });
+  return context;
+}
+
+/** Script errors and CSP violations a page logged. */
+export function problemsOf(page: Page): string[] {
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" && /Content Security Policy|Uncaught/i.test(m.text())) problems.push(m.text());
+  });
+  return problems;
+}
+
+/** The layout shift a page has had since it loaded (see watchedContext). */
+export function layoutShift(page: Page): Promise<number> {
+  return page.evaluate(() => (window as unknown as { __shift: number }).__shift);
+}
+
+/** How far the page is wider than the window (0 when nothing scrolls sideways). */
+export function sidewaysOverflow(page: Page): Promise<number> {
+  return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+}

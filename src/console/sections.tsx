@@ -24,6 +24,18 @@ import { LogsPage } from "./screens/obs/logs";
 import { TracesPage } from "./screens/obs/traces";
 import { MetricsPage } from "./screens/obs/metrics";
 import { ModulesSection } from "./screens/modules";
+import { ResourceList } from "./screens/resources";
+import { ResourcePage } from "./screens/resource";
+import { DatabasePage } from "./screens/database";
+import { JobPage } from "./screens/job";
+import { DomainPage } from "./screens/domain";
+
+/** A resource's page by type; types without their own use the generic one. */
+const RESOURCE_PAGES: Record<string, (p: SectionProps) => JSX.Element> = {
+  database: (p) => <DatabasePage {...p} />,
+  job: (p) => <JobPage {...p} />,
+  domain: (p) => <DomainPage {...p} />,
+};
 
 export interface Section {
   /** Path segment: `/projects/<slug>/<id>`; "" for the overview. */
@@ -36,6 +48,12 @@ export interface Section {
 
 export const SECTIONS: Section[] = [
   { id: "", label: "Overview", needs: "resources.read", page: (p) => <ProjectOverview {...p} /> },
+  {
+    id: "resources",
+    label: "Resources",
+    needs: "resources.read",
+    page: (p) => (p.rest[0] && p.rest[1] ? (RESOURCE_PAGES[p.rest[0]] ?? ((q: SectionProps) => <ResourcePage {...q} />))(p) : <ResourceList {...p} />),
+  },
   { id: "sources", label: "Sources", needs: "sources.read", page: (p) => (p.rest[0] ? <Studio project={p.project} sourceId={p.rest[0]} query={p.query} /> : <SourceList {...p} />) },
   { id: "builds", label: "Builds", needs: "builds.read", page: (p) => (p.rest[0] ? <BuildPage project={p.project} id={p.rest[0]} /> : <BuildList {...p} />) },
   {
