@@ -112,6 +112,10 @@ export function normaliseError(err: unknown, elysiaCode?: string | number): Norm
   if (typeof e?.code === "string" && e.code === "SQLITE_BUSY") {
     return { status: 503, code: "unavailable", message: "The database is busy; try again.", headers: { "retry-after": "1" }, internal: true };
   }
+  // A handler's answer that its own response schema refuses is the server's fault, not the caller's.
+  if (elysiaCode === "VALIDATION" && e?.type === "response") {
+    return { status: 500, code: "internal", message: "Something went wrong on the server; it has been logged.", headers: {}, internal: true };
+  }
   switch (elysiaCode) {
     case "VALIDATION":
       return { status: 422, code: "validation_failed", message: validationMessage(err), details: { fields: validationFields(err) }, headers: {}, internal: false };
@@ -133,6 +137,8 @@ interface ValueErrorLike {
   path?: string;
   message?: string;
   summary?: string;
+  /** The schema that refused the value; its `error` (a parameter's own wording) wins. */
+  schema?: { error?: unknown };
 }
 
 function validationFields(err: unknown): Array<{ path: string; message: string }> {
@@ -142,7 +148,7 @@ function validationFields(err: unknown): Array<{ path: string; message: string }
   const out: Array<{ path: string; message: string }> = [];
   for (const v of all) {
     const p = (v.path ?? "").replace(/^\//, "").replace(/\//g, ".") || "(body)";
-    const m = v.summary ?? v.message ?? "is invalid";
+    const m = typeof v.schema?.error === "string" ? v.schema.error : (v.summary ?? v.message ?? "is invalid");
     const key = `${p}|${m}`;
     if (seen.has(key)) continue;
     seen.add(key);

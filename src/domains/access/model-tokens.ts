@@ -1,5 +1,6 @@
 /** Schemas of tokens and the audit log (the spec's names). */
 import { t } from "elysia";
+import { IntParam } from "../../core/http-schemas";
 
 const Uuid = t.String({ format: "uuid" });
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()]);
@@ -57,8 +58,8 @@ export const AuditQuery = t.Object({
   action: t.Optional(t.String({ description: "Exact action, or a prefix when it ends in * (secrets.*)" })),
   outcome: t.Optional(t.Union([t.Literal("allowed"), t.Literal("denied")])),
   since: t.Optional(t.String({ description: "RFC 3339, or relative: 15m, 24h, 7d" })),
-  limit: t.Optional(t.Numeric({ minimum: 1, description: "Default 100, at most 500 (larger values are capped)" })),
-  cursor: t.Optional(t.Numeric({ minimum: 1, description: "The id of the last row of the previous page" })),
+  limit: t.Optional(IntParam({ minimum: 1, description: "Default 100, at most 500 (larger values are capped)" })),
+  cursor: t.Optional(IntParam({ minimum: 1, description: "The id of the last row of the previous page" })),
 });
 
 export const tokenModels = { TokenResponse, MintTokenBody, TokenMintedResponse, AuditResponse };

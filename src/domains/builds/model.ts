@@ -3,7 +3,7 @@
  * Schemas are the types.
  */
 import { t } from "elysia";
-import { ErrorBody } from "../../core/http-schemas";
+import { ErrorBody, IntParam } from "../../core/http-schemas";
 
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T, description?: string) => t.Optional(t.Union([s, t.Null()], description ? { description } : {}));
 
@@ -120,12 +120,12 @@ export type CreateBuildRequest = typeof CreateBuildRequest.static;
 export const BuildListQuery = t.Object({
   environment: t.Optional(t.String({ description: "Default production" })),
   service: t.Optional(t.String({ description: "Only this service's builds" })),
-  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })),
+  limit: t.Optional(IntParam({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })),
 });
 
 export const LogQuery = t.Object({
-  after: t.Optional(t.Numeric({ minimum: 0, description: "Sequence to read after (default: from the start)" })),
-  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 5000, description: "1 to 5000, default 500" })),
+  after: t.Optional(IntParam({ minimum: 0, description: "Sequence to read after (default: from the start)" })),
+  limit: t.Optional(IntParam({ minimum: 1, maximum: 5000, description: "1 to 5000, default 500" })),
 });
 
 export const buildsModels = { BuildResponse, BuildDetailResponse, LogResponse, CreateBuildRequest, ErrorBody };

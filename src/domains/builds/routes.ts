@@ -11,13 +11,13 @@ import { Elysia, t } from "elysia";
 import type { Core, ProjectRef } from "../../core/core";
 import { authzPlugin, type ResolveContext } from "../../core/authz/plugin";
 import { OpsError } from "../../core/errors";
-import { errors } from "../../core/http-schemas";
+import { errors, IdParam } from "../../core/http-schemas";
 import { signingPublicKey } from "./signing";
 import { buildsModels, BuildListQuery, LogQuery } from "./model";
 import { buildDetail, buildLog, cancelBuild, createBuild, environmentOfBuild, listBuilds, retryBuild } from "./service";
 
 const Slug = t.Object({ slug: t.String() });
-const BuildId = t.Object({ slug: t.String(), id: t.Numeric({ minimum: 1 }) });
+const BuildId = t.Object({ slug: t.String(), id: IdParam("The build's id") });
 
 const project = (auth: { project: ProjectRef | null }) => auth.project as ProjectRef;
 

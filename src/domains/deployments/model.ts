@@ -3,7 +3,7 @@
  * the types (`type X = typeof X.static`).
  */
 import { t } from "elysia";
-import { ErrorBody } from "../../core/http-schemas";
+import { ErrorBody, IntParam } from "../../core/http-schemas";
 
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T, description?: string) => t.Optional(t.Union([s, t.Null()], description ? { description } : {}));
 
@@ -88,7 +88,7 @@ export type TimelineRow = Omit<typeof TimelineRow.static, "build" | "deployment"
 export const TimelineQuery = t.Object({
   environment: t.Optional(t.String({ description: "Default production" })),
   service: t.Optional(t.String({ description: "Only this service" })),
-  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })),
+  limit: t.Optional(IntParam({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })),
 });
 
 export const deploymentsModels = { DeployRequest, RollbackRequest, DeploymentResponse, BuildSummary, DeploymentSummary, TimelineRow, ErrorBody };

@@ -5,7 +5,7 @@
 import { Elysia, t } from "elysia";
 import type { Core, ProjectRef } from "../../core/core";
 import { authzPlugin } from "../../core/authz/plugin";
-import { errors } from "../../core/http-schemas";
+import { errors, IntParam } from "../../core/http-schemas";
 import { deploymentsModels, TimelineQuery } from "./model";
 import { deployService, rollbackService } from "./deploy";
 import { listTimeline } from "./timeline";
@@ -14,7 +14,7 @@ const ServiceParams = t.Object({ slug: t.String(), name: t.String() });
 const DeployQuery = t.Object({
   environment: t.Optional(t.String({ description: "Default production" })),
   service: t.Optional(t.String({ description: "Accepted and ignored (the path names the service)" })),
-  limit: t.Optional(t.Numeric({ description: "Accepted and ignored" })),
+  limit: t.Optional(IntParam({ description: "Accepted and ignored" })),
 });
 
 export function deploymentsRoutes(core: Core) {

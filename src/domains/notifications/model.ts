@@ -1,6 +1,6 @@
 /** Schemas of the notifications domain (the spec's names). */
 import { t } from "elysia";
-import { ErrorBody } from "../../core/http-schemas";
+import { ErrorBody, IntParam } from "../../core/http-schemas";
 
 export const NotificationResponse = t.Object({
   id: t.String({ format: "uuid" }),
@@ -30,7 +30,7 @@ export type WriteNotificationSettingsBody = typeof WriteNotificationSettingsBody
 export const NotificationListQuery = t.Object({
   unread: t.Optional(t.BooleanString({ description: "true = only unread notices" })),
   project: t.Optional(t.String({ description: "Project slug, matched against the notice's project param" })),
-  limit: t.Optional(t.Numeric({ minimum: 1, description: "Default 50, at most 200 (larger values are capped)" })),
+  limit: t.Optional(IntParam({ minimum: 1, description: "Default 50, at most 200 (larger values are capped)" })),
   cursor: t.Optional(t.String({ description: "The id of the last notice of the previous page (also sent as the x-next-cursor header)" })),
 });
 

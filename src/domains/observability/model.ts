@@ -3,6 +3,7 @@
  * the log volume the console's histogram reads and the OTLP failure body.
  */
 import { t } from "elysia";
+import { IntParam } from "../../core/http-schemas";
 
 const optStr = (description?: string) => t.Optional(t.Union([t.String(), t.Null()], description ? { description } : {}));
 
@@ -125,7 +126,7 @@ export const LogsQuery = t.Object({
   q: t.Optional(t.String({ maxLength: 512, description: "Case-insensitive substring of the message or the target" })),
   from: time("Oldest line"),
   to: time("Newest line"),
-  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, description: "1 to 1000, default 200" })),
+  limit: t.Optional(IntParam({ minimum: 1, maximum: 1000, description: "1 to 1000, default 200" })),
   project,
   environment,
 });
@@ -139,7 +140,7 @@ export const TracesQuery = t.Object({
   status: t.Optional(t.String({ description: "Exact span status: UNSET, OK or ERROR" })),
   from: time("Oldest root span"),
   to: time("Newest root span"),
-  limit: t.Optional(t.Numeric({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })),
+  limit: t.Optional(IntParam({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })),
   project,
   environment,
 });

@@ -6,7 +6,7 @@
 import { Elysia, t } from "elysia";
 import type { Core, ProjectRef } from "../../core/core";
 import { authzPlugin, type ResolveContext } from "../../core/authz/plugin";
-import { errors, NoContent } from "../../core/http-schemas";
+import { errors, NoContent, IntParam, IdParam } from "../../core/http-schemas";
 import { resourcesModels, NAME_PATTERN } from "./model";
 import * as svc from "./service";
 
@@ -90,7 +90,7 @@ export function resourcesRoutes(core: Core) {
       {
         permission: "jobs.run",
         params: KindNameParams,
-        query: t.Object({ environment: t.Optional(t.String()), limit: t.Optional(t.Numeric()) }),
+        query: t.Object({ environment: t.Optional(t.String()), limit: t.Optional(IntParam({ description: "Accepted and ignored" })) }),
         detail: { summary: "Queue a manual run of a job" },
         response: { 202: "JobRunResponse", ...errors(401, 403, 404, 409) },
       },
@@ -101,7 +101,7 @@ export function resourcesRoutes(core: Core) {
       {
         permission: "resources.read",
         params: KindNameParams,
-        query: t.Object({ environment: t.Optional(t.String()), limit: t.Optional(t.Numeric({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })) }),
+        query: t.Object({ environment: t.Optional(t.String()), limit: t.Optional(IntParam({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })) }),
         detail: { summary: "A job's runs, newest first" },
         response: { 200: t.Array(t.Ref("JobRunResponse")), ...errors(401, 403, 404, 422) },
       },
@@ -111,11 +111,11 @@ export function resourcesRoutes(core: Core) {
       ({ auth, params, query }) => svc.runLog(core, place(auth.project, "job", query.environment), params.name, params.id, query.after ?? 0, query.limit ?? 500),
       {
         permission: "resources.read",
-        params: t.Object({ slug: t.String(), name: t.String(), id: t.Numeric({ minimum: 1 }) }),
+        params: t.Object({ slug: t.String(), name: t.String(), id: IdParam("The run's id") }),
         query: t.Object({
           environment: t.Optional(t.String()),
-          after: t.Optional(t.Numeric({ minimum: 0, description: "Sequence to read after (default from the start)" })),
-          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 5000, description: "1 to 5000, default 500" })),
+          after: t.Optional(IntParam({ minimum: 0, description: "Sequence to read after (default from the start)" })),
+          limit: t.Optional(IntParam({ minimum: 1, maximum: 5000, description: "1 to 5000, default 500" })),
         }),
         detail: { summary: "A page of a job run's output" },
         response: { 200: "JobLogResponse", ...errors(401, 403, 404, 422) },

@@ -6,7 +6,7 @@
 import { Elysia, t } from "elysia";
 import type { Core, ProjectRef } from "../../core/core";
 import { authzPlugin } from "../../core/authz/plugin";
-import { errors, NoContent } from "../../core/http-schemas";
+import { errors, NoContent, IdParam } from "../../core/http-schemas";
 import { sourcesModels } from "./model";
 import { connectSource, describeHost, disconnectSource, listHostRepos, listSources } from "./connections";
 import { studioFile, studioTree } from "./studio";
@@ -19,7 +19,7 @@ const save = { key: "sources.save" as const, environment: "none" as const };
 
 const Slug = t.Object({ slug: t.String() });
 const SourceId = t.Object({ slug: t.String(), id: t.String() });
-const NumericId = t.Object({ slug: t.String(), id: t.Numeric({ minimum: 1 }) });
+const NumericId = t.Object({ slug: t.String(), id: IdParam() });
 
 const project = (auth: { project: ProjectRef | null }) => auth.project as ProjectRef;
 

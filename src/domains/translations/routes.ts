@@ -8,7 +8,7 @@ import { Elysia, t } from "elysia";
 import type { Core, ProjectRef } from "../../core/core";
 import { authzPlugin, type AuthContext } from "../../core/authz/plugin";
 import { actorOf } from "../../core/authz/principal";
-import { errors, NoContent } from "../../core/http-schemas";
+import { errors, NoContent, IdParam } from "../../core/http-schemas";
 import { translationModels } from "./model";
 import { createBundle, projectTranslations, visibleBundles } from "./bundles";
 import { deleteEntry, listEntries, setEntry } from "./entries";
@@ -21,7 +21,7 @@ const TAG = ["translations"];
 const READ = { key: "translations.read", environment: "none" } as const;
 const WRITE = { key: "translations.write", environment: "none" } as const;
 const Slug = t.Object({ slug: t.String() });
-const SlugBundle = t.Object({ slug: t.String(), bundle: t.Numeric({ minimum: 1, description: "Bundle id" }) });
+const SlugBundle = t.Object({ slug: t.String(), bundle: IdParam("Bundle id") });
 const KeyQuery = {
   namespace: t.String({ description: "Namespace of the key" }),
   key: t.String({ description: "Dotted key" }),
