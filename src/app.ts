@@ -23,6 +23,7 @@ import { authzPlugin, requestMeta, pathOf } from "./core/authz/plugin";
 import { normaliseError, toErrorBody, OpsError } from "./core/errors";
 import { bodyTooLarge, readBodyWithLimit } from "./core/body";
 import { uuidv7 } from "./core/ids";
+import { securityHeaders } from "./core/security-headers";
 import { VERSION } from "./version";
 import { DOMAINS } from "./domains";
 
@@ -150,6 +151,7 @@ export function createHttpApp(core: Core) {
       const meta = requestMeta(request, server);
       if (logRequests) started.set(request, performance.now());
       set.headers["x-request-id"] = meta.requestId;
+      for (const [k, v] of Object.entries(securityHeaders(pathOf(request.url)))) set.headers[k] = v;
       const len = request.headers.get("content-length");
       if (len !== null && len !== "0") {
         const limit = limitFor(limits, pathOf(request.url), core.config.maxBodyBytes);
@@ -173,6 +175,7 @@ export function createHttpApp(core: Core) {
       if (style) {
         const res = style.render(n, request);
         res.headers.set("x-request-id", meta.requestId);
+        for (const [k, v] of Object.entries(securityHeaders(pathname))) if (!res.headers.has(k)) res.headers.set(k, v);
         return res;
       }
       const headers: Record<string, string> = { "content-type": "application/json", "x-request-id": meta.requestId, ...n.headers };
