@@ -149,7 +149,8 @@ export function pathOf(url: string): string {
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-function sameOrigin(core: Core, request: Request): boolean {
+/** True when the request's `Origin` is this server (its public URL, or the Host it was sent to). */
+export function sameOrigin(core: Core, request: Request): boolean {
   const origin = request.headers.get("origin");
   if (!origin) return false;
   if (origin === new URL(core.config.publicUrl).origin) return true;

@@ -14,7 +14,8 @@ import { auditAllowed } from "../../core/audit";
 import { OpsError, invalid } from "../../core/errors";
 import { iso } from "../../core/clock";
 import { operators, sessions, tokens, memberships } from "./tables";
-import { insertOperator, hashPassword, checkPasswordStrength, findOperator, type CreateOperatorInput } from "./operators";
+import { insertOperator, hashPassword, findOperator, type CreateOperatorInput } from "./operators";
+import { checkPassword } from "./password-policy";
 import { upsertMembership } from "./memberships";
 import { findRole } from "./roles";
 import { operatorName, type OperatorRow } from "./rows";
@@ -84,7 +85,7 @@ export async function addOperator(core: Core, body: CreateOperatorBody, actor: A
   }
   let hash: string | null = null;
   if (body.kind === "person" && body.password) {
-    checkPasswordStrength(body.password);
+    await checkPassword(body.password, body.email ?? null);
     hash = await hashPassword(body.password);
   }
   return tx(core.db, (t) => {
@@ -104,7 +105,7 @@ export async function updateOperator(core: Core, id: string, body: UpdateOperato
   let hash: string | null = null;
   if (body.password !== undefined) {
     if (existing.kind !== "person") throw invalid("password", "a machine has no password; it acts through tokens");
-    checkPasswordStrength(body.password);
+    await checkPassword(body.password, existing.email);
     hash = await hashPassword(body.password);
   }
   const displayName = body.display_name?.trim();

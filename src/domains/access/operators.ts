@@ -11,10 +11,10 @@ import { OpsError, invalid } from "../../core/errors";
 import { uuidv7 } from "../../core/ids";
 import { operators } from "./tables";
 import type { OperatorRow } from "./rows";
+import { checkPassword } from "./password-policy";
 
 export const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
 export const HANDLE_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
-export const MIN_PASSWORD_LENGTH = 12;
 
 export type CreateOperatorInput =
   | { kind: "person"; email: string; displayName: string; password?: string | null }
@@ -25,10 +25,6 @@ export function hashPassword(password: string): Promise<string> {
   return Bun.password.hash(password, { algorithm: "argon2id" });
 }
 
-export function checkPasswordStrength(password: string, field = "password"): void {
-  if (password.length < MIN_PASSWORD_LENGTH) throw invalid(field, `must be at least ${MIN_PASSWORD_LENGTH} characters`);
-  if (password.length > 1024) throw invalid(field, "must be at most 1024 characters");
-}
 
 /**
  * Insert an operator inside `t` (the caller audits and may add memberships in the same tx).
@@ -58,7 +54,7 @@ export function insertOperator(core: Core, t: Tx, input: CreateOperatorInput, pa
 export async function createOperator(core: Core, input: CreateOperatorInput, actor: AuditActor): Promise<OperatorRow> {
   let hash: string | null = null;
   if (input.kind === "person" && input.password) {
-    checkPasswordStrength(input.password);
+    await checkPassword(input.password, input.email);
     hash = await hashPassword(input.password);
   }
   return tx(core.db, (t) => {

@@ -4,11 +4,11 @@
  */
 import { Elysia, t } from "elysia";
 import type { Core } from "../../core/core";
-import { authzPlugin } from "../../core/authz/plugin";
+import { authzPlugin, requestMeta } from "../../core/authz/plugin";
 import { errors, NoContent } from "../../core/http-schemas";
 import { accessModels } from "./model";
 import { SessionIdParams } from "./model-identity";
-import { signIn, signOut, changePassword, sessionCookie, sessionView } from "./signin";
+import { signIn, signOut, changePassword, sessionCookie, sessionView, guardSignInRequest } from "./signin";
 import { me, listSessions, revokeSession } from "./identity";
 import { SESSION_ABSOLUTE_MS } from "./sessions";
 import { enrolMfa, confirmMfa, deleteMfa } from "./mfa";
@@ -26,9 +26,13 @@ export function identityRoutes(core: Core) {
       },
       {
         public: true,
+        // A form-encoded or cross-site sign-in is refused before its body is parsed (a JSON body
+        // goes to the kernel's parser first, so the check runs again before the handler).
+        parse: ({ request, server }) => guardSignInRequest(core, request, requestMeta(request, server)),
+        beforeHandle: ({ request, meta }) => guardSignInRequest(core, request, meta),
         body: "LoginBody",
         detail: { summary: "Sign in with email and password (and the TOTP code once MFA is in force); console clients also get the ops_session cookie" },
-        response: { 200: "LoginResponse", ...errors(401, 422, 429, 503) },
+        response: { 200: "LoginResponse", ...errors(401, 403, 415, 422, 429, 503) },
       },
     )
     .post(

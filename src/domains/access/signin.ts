@@ -10,13 +10,14 @@ import { and, eq, isNull, ne, or, lt } from "drizzle-orm";
 import { randomBytes } from "node:crypto";
 import type { Core } from "../../core/core";
 import type { RequestMeta } from "../../core/authz/principal";
-import type { AuthContext } from "../../core/authz/plugin";
+import { sameOrigin, type AuthContext } from "../../core/authz/plugin";
 import { actorOf } from "../../core/authz/principal";
 import { tx } from "../../core/db/client";
 import { auditAllowed, writeAudit } from "../../core/audit";
 import { OpsError, invalid } from "../../core/errors";
 import { operators, sessions, tokens } from "./tables";
-import { findOperator, findOperatorByEmail, hashPassword, checkPasswordStrength } from "./operators";
+import { findOperator, findOperatorByEmail, hashPassword } from "./operators";
+import { checkPassword } from "./password-policy";
 import { insertSession, sessionEndsAt } from "./sessions";
 import { matchTotp } from "./totp";
 import { signInGuard } from "./limiter";
@@ -72,6 +73,23 @@ function failSignIn(core: Core, op: OperatorRow | null, meta: RequestMeta, reaso
   });
   if (code === "mfa_required") return new OpsError("mfa_required", "This account has a second factor: send the code from your authenticator app.");
   return new OpsError("invalid_credentials", WRONG);
+}
+
+/**
+ * Refuse a sign-in another site could have sent (login CSRF: a page that auto-submits a form with
+ * the attacker's credentials would sign the victim's browser in as the attacker). Sign-in takes
+ * JSON only, which a cross-site form cannot send and a cross-site script cannot send without a
+ * CORS preflight that ops never grants; and a browser's request must come from this server's own
+ * origin, like every other cookie request. Clients that are not browsers send no Origin.
+ */
+export function guardSignInRequest(core: Core, request: Request, meta: RequestMeta): void {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  const crossSite = (request.headers.get("origin") !== null && !sameOrigin(core, request)) || request.headers.get("sec-fetch-site") === "cross-site";
+  if (type === "application/json" && !crossSite) return;
+  const reason = crossSite ? "sign-in from another site" : `sign-in body of type ${JSON.stringify(type.slice(0, 80))}`;
+  writeAudit(core, core.db, { actor: "anonymous", operatorId: null, via: "console", ip: meta.ip, action: "auth.login", target: "auth", outcome: "denied", reason, context: { request: meta.requestId } });
+  if (crossSite) throw new OpsError("forbidden", "Cross-site sign-in refused: the Origin header does not match this server.");
+  throw new OpsError("unsupported_media_type", "Sign in with a JSON body (Content-Type: application/json).");
 }
 
 /**
@@ -177,7 +195,7 @@ export async function changePassword(core: Core, input: { current_password: stri
     writeAudit(core, core.db, { ...actorOf(auth.principal, auth.meta), action: "auth.password", target: `operator:${op.id}`, outcome: "denied", reason: "wrong current password" });
     throw invalid("current_password", "is not your current password");
   }
-  checkPasswordStrength(input.new_password, "new_password");
+  await checkPassword(input.new_password, op.email, "new_password");
   if (input.new_password === input.current_password) throw invalid("new_password", "must differ from the current password");
   const hash = await hashPassword(input.new_password);
   const now = core.clock.now();
