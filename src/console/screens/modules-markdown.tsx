@@ -1,11 +1,13 @@
 /**
  * Release notes are Markdown written by whoever pushes the tag: rendered with `marked`, but raw
  * HTML in the source is shown as text (escaped), links keep only http(s), mailto and relative
- * targets (a `javascript:` link becomes its text), and images become links, so nothing in a
+ * targets, checked after character references are decoded (a `javascript:` link, however it is
+ * spelled, becomes its text), and images become links, so nothing in a
  * changelog can run or load anything in the console (whose CSP forbids inline scripts anyway).
  * Headings move below the version's own heading (`#` → h5, deeper → h6).
  */
 import { Marked, type Tokens } from "marked";
+import { decodeHTMLAttribute } from "entities/decode";
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -13,9 +15,28 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
-function safeHref(href: string): boolean {
-  const h = href.trim().toLowerCase();
-  return /^(https?:|mailto:)/.test(h) || (!/^[a-z][a-z0-9+.-]*:/.test(h) && !h.startsWith("//"));
+/**
+ * The URL a browser would follow for `href` as written in Markdown, or null when it is not an
+ * http(s), mailto or relative link. Decided on what the browser will see: character references
+ * decoded as in an attribute (`javascript&#58;`, `&#106;avascript:`, `javascript&colon;`), tabs
+ * and newlines removed anywhere and control characters and spaces at both ends, as the URL parser
+ * does. The caller writes exactly this string back, escaped, so nothing is decoded twice.
+ */
+export function safeHref(href: string): string | null {
+  const url = decodeHTMLAttribute(href)
+    .replace(/[\t\n\r]/g, "")
+    .replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, "");
+  const h = url.toLowerCase();
+  const scheme = /^([a-z][a-z0-9+.-]*):/.exec(h)?.[1];
+  if (scheme !== undefined) return scheme === "http" || scheme === "https" || scheme === "mailto" ? url : null;
+  // No scheme: relative, unless it is protocol-relative (`//host`, `\\host`) or smuggles a colon
+  // before its first slash, which some parsers read as a scheme.
+  if (/^[\\/]{2}/.test(url) || /^[^/?#]*:/.test(url)) return null;
+  return url;
+}
+
+function titleAttr(title: string | null | undefined): string {
+  return title ? ` title="${escapeHtml(decodeHTMLAttribute(title))}"` : "";
 }
 
 const md = new Marked({
@@ -31,12 +52,14 @@ const md = new Marked({
       return escapeHtml(token.text);
     },
     link(token: Tokens.Link) {
-      if (safeHref(token.href)) return false;
-      return escapeHtml(token.text);
+      const inner = this.parser.parseInline(token.tokens);
+      const href = safeHref(token.href);
+      return href === null ? inner : `<a href="${escapeHtml(href)}"${titleAttr(token.title)} rel="noopener noreferrer nofollow">${inner}</a>`;
     },
     image(token: Tokens.Image) {
       const text = escapeHtml(token.text || token.href);
-      return safeHref(token.href) ? `<a href="${escapeHtml(token.href)}" rel="noopener noreferrer nofollow">${text}</a>` : text;
+      const href = safeHref(token.href);
+      return href === null ? text : `<a href="${escapeHtml(href)}" rel="noopener noreferrer nofollow">${text}</a>`;
     },
   },
 });
