@@ -37,7 +37,7 @@ const P = "/api/v1/projects/{slug}/translations";
 const SPEC: Array<[string, string, number[], string?, string?]> = [
   ["get", P, [200, 401, 403, 404], undefined, "ProjectTranslationsResponse"],
   ["post", `${P}/attachments`, [200, 401, 403, 404, 409, 422], "AttachRequest", "SharedBundleSummary"],
-  ["delete", `${P}/attachments/{bundle}`, [204, 401, 403, 404, 409, 422]],
+  ["delete", `${P}/attachments/{bundle}`, [204, 401, 403, 404, 409]],
   ["post", `${P}/bundles`, [201, 401, 403, 404, 409, 422], "CreateBundleRequest", "CreateBundleResponse"],
   ["post", `${P}/bundles/{bundle}/versions`, [200, 401, 403, 404, 409, 422], "RegisterVersionRequest", "RegisterVersionResponse"],
   ["get", `${P}/entries`, [200, 401, 403, 404, 422], undefined, "EntryResponse"],
@@ -86,9 +86,12 @@ on("delete", `${P}/attachments/{bundle}`, 204, async () => {
 });
 on("delete", `${P}/attachments/{bundle}`, 401, () => detach(undefined));
 on("delete", `${P}/attachments/{bundle}`, 403, () => detach(c.devC.session));
-on("delete", `${P}/attachments/{bundle}`, 404, () => detach(c.devB.session, 424242));
+on("delete", `${P}/attachments/{bundle}`, 404, async () => {
+  // A bundle id that is no id names nothing attached, like an unknown one.
+  expect((await detach(c.devB.session, "not-an-id")).status).toBe(404);
+  return detach(c.devB.session, 424242);
+});
 on("delete", `${P}/attachments/{bundle}`, 409, () => archived(() => detach(c.devB.session)));
-on("delete", `${P}/attachments/{bundle}`, 422, () => detach(c.devB.session, "not-an-id"));
 
 const create = (token: string | undefined, body: unknown, slug = B()) => req("POST", tr(slug, "/bundles"), token, body);
 on("post", `${P}/bundles`, 201, () => create(c.devB.session, { name: "oas-new" }));

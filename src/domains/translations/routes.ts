@@ -58,7 +58,7 @@ export function translationRoutes(core: Core) {
         permission: WRITE,
         params: SlugBundle,
         detail: { tags: TAG, summary: "Detach a package bundle (the project's overrides of it are kept)" },
-        response: { 204: NoContent, ...errors(401, 403, 404, 409, 422) },
+        response: { 204: NoContent, ...errors(401, 403, 404, 409) },
       },
     )
     .post(
