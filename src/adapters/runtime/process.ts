@@ -6,6 +6,7 @@
  * optional timeout, and its output handed over line by line.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { encodedForms } from "../../core/secret-encodings";
 
 export interface CommandSpec {
   /** A shell command line (run as `sh -c`), or an argv run as given. */
@@ -48,16 +49,23 @@ export const MAX_LINE_CHARS = 8192;
 export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
- * A function that replaces every secret value in a line with `***`, as CI systems do. Values
- * shorter than 4 characters are left alone (masking them would garble ordinary output), and the
- * longest values go first so a secret that contains another is masked whole. Output arrives line
- * by line, so a value of several lines (a PEM key) is masked line by line too.
+ * A function that replaces every secret value in a line with `***`, as CI systems do, in the
+ * forms programs print it in too: base64 and base64url (also of the value inside a longer encoded
+ * text), hex in both cases and percent-encoding (src/core/secret-encodings.ts). Values shorter
+ * than 4 characters are left alone (masking them would garble ordinary output), and the longest
+ * forms go first so a secret that contains another is masked whole. Output arrives line by line,
+ * so a value of several lines (a PEM key) is masked line by line too, and encoded whole.
  */
 export function secretMasker(values: readonly string[]): (line: string) => string {
-  const parts = values.flatMap((v) => (v.includes("\n") ? v.split(/\r?\n/).map((l) => l.trim()) : [v]));
-  const mask = [...new Set(parts.filter((s) => s.length >= 4))].sort((a, b) => b.length - a.length);
+  const kept = values.filter((v) => v.length >= 4);
+  const parts = kept.flatMap((v) => (v.includes("\n") ? v.split(/\r?\n/).map((l) => l.trim()) : [v]));
+  const mask = [...new Set([...parts.filter((s) => s.length >= 4), ...kept.flatMap(encodedForms)])].sort((a, b) => b.length - a.length);
   if (mask.length === 0) return (line) => line;
+  // One expression of every form answers "anything to mask?" for most lines several times faster
+  // than a substring search per form; the rare line that has one is masked longest form first.
+  const any = new RegExp(mask.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"));
   return (line) => {
+    if (!any.test(line)) return line;
     for (const s of mask) if (line.includes(s)) line = line.split(s).join("***");
     return line;
   };

@@ -2,8 +2,10 @@
  * Build logs: lines with a per-build sequence number, the step that printed them and a level,
  * stored in ops.db (`build_log_lines`) in short batched transactions while the build runs, and
  * read back in pages (`after`/`limit`, `live`, `next`). Values of secret build variables are
- * masked before a line is stored (the builders mask their own output; this is the second net for
- * ops's own lines). A build keeps at most MAX_BUILD_LOG_LINES lines; the rest are counted.
+ * masked before a line is stored, in their encoded forms too (the builders mask their own output;
+ * this is the second net for ops's own lines), and so is anything shaped like a secret
+ * (src/core/secret-shapes.ts), a private key printed line by line included. A build keeps at most
+ * MAX_BUILD_LOG_LINES lines; the rest are counted.
  *
  * Each batch of an image build is also copied into the telemetry store (`appendPlatformLogs`) as
  * lines of the service in its environment with the target `ops.build/<id>`, so one log search
@@ -16,6 +18,7 @@ import type { Core } from "../../core/core";
 import { tx, type Tx } from "../../core/db/client";
 import { iso } from "../../core/clock";
 import { secretMasker } from "../../adapters/runtime/process";
+import { SecretLineFilter } from "../../core/secret-redact";
 import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
 import { buildLogLines, builds } from "./tables";
 import { buildById, isFinal, type BuildRow, type LogStep } from "./rows";
@@ -48,6 +51,8 @@ export class BuildLog {
   private written = 0;
   private timer: ReturnType<typeof setInterval> | null = null;
   private mask: (line: string) => string = (l) => l;
+  /** Secret shapes, followed across lines (one stream per build). */
+  private readonly shapes = new SecretLineFilter();
   private readonly platform: Omit<PlatformLogEntry, "level" | "message" | "timestamp"> | null;
 
   constructor(
@@ -72,7 +77,7 @@ export class BuildLog {
       this.dropped++;
       return;
     }
-    this.buf.push({ buildId: this.buildId, seq: ++this.seq, at: this.core.clock.now(), level, step, line: this.mask(text) });
+    this.buf.push({ buildId: this.buildId, seq: ++this.seq, at: this.core.clock.now(), level, step, line: this.shapes.filter(this.mask(text)) });
     if (this.buf.length >= FLUSH_LINES) this.flush();
     else if (!this.timer) this.timer = setInterval(() => this.flush(), FLUSH_MS);
   }

@@ -1,8 +1,10 @@
 /**
  * The secret scan of an image's files: real ops secrets (checksum verified) but not look-alikes,
  * PEM private keys (also JSON-escaped) but not a parser's mention of the marker or a public key,
+ * the issuer-prefixed tokens of the shared rule set but not the shapes that are only masked,
  * .env files with values but not templates, secrets across chunk boundaries and in binaries,
- * bounded reads of huge files, symlinks not followed, and reports that never carry the secret.
+ * bounded reads of huge files, and reports that never carry the secret. Links are never followed,
+ * also when a file or directory is swapped for one while the scan runs (ops scans as root).
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -111,5 +113,60 @@ describe("scanImageFiles", () => {
     expect(res.partial).toEqual(["blob.bin"]);
     expect(res.bytes).toBe(1024 * 1024 + 2000 + token.length);
     expect(res.hits.map((h) => h.path)).toEqual(["tail.txt"]);
+  });
+});
+
+describe("the shared rule set", () => {
+  const ghp = `ghp_${"aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"}`;
+  const akia = `AKIA${"QX7RZ2MB5KWT3NYC"}`;
+  test("issuer-prefixed tokens fail the scan; JWTs, Google API keys and URL passwords are only masked elsewhere", async () => {
+    const dir = tree("shapes", {
+      "app/config.js": `module.exports = {\n  github: "${ghp}",\n};\n`,
+      "deploy/aws.ini": `[default]\naws_access_key_id = ${akia}\n`,
+      "docs/example.md": "AKIAIOSFODNN7EXAMPLE and postgres://user:password@localhost/db\n",
+      "web/firebase.js": `apiKey: "AIza${"SyD3x4mPl3K3y_f0r-a-br0ws3r-b4s3d"}",\n`,
+      "test/fixtures/jwt.txt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXNpZ25hdHVyZQ\n",
+    });
+    const res = await scanImageFiles(dir);
+    expect(res.hits).toEqual([
+      { path: "app/config.js", line: 2, kind: "github-token", what: "a GitHub token" },
+      { path: "deploy/aws.ini", line: 2, kind: "aws-access-key-id", what: "an AWS access key id" },
+    ]);
+    expect(JSON.stringify(res)).not.toContain(ghp);
+    expect(JSON.stringify(res)).not.toContain(akia);
+  });
+});
+
+describe("links are never followed, even when swapped in during the scan", () => {
+  test("a symlinked root is refused, a symlinked directory is not entered", async () => {
+    const outside = tree("outside-dir", { "secret.txt": token });
+    const dir = tree("dirlink", { "ok.txt": "fine\n" });
+    symlinkSync(outside, path.join(dir, "elsewhere"));
+    expect((await scanImageFiles(dir)).hits).toEqual([]);
+    const linkRoot = path.join(root, "root-link");
+    symlinkSync(outside, linkRoot);
+    await expect(scanImageFiles(linkRoot)).rejects.toThrow("symbolic link");
+  });
+
+  test("a file and a directory replaced by links to secrets after they were listed are skipped", async () => {
+    // Long names: the old scan read as many bytes as the link's own size (its target's path length).
+    const far = path.join(root, "far-away-outside-the-image-with-a-long-enough-path-name");
+    const outside = tree("far-away-outside-the-image-with-a-long-enough-path-name", { "secret.txt": token, "dir/secret.txt": token });
+    expect(outside).toBe(far);
+    const dir = tree("swapped", { "a.bin": new Uint8Array(8 * 1024 * 1024), "sub/ok.txt": "fine\n", "z.txt": "fine\n" });
+    let swapped = false;
+    const scan = scanImageFiles(dir);
+    // The scan yields to the event loop while it reads a.bin (8 MiB), after it listed sub/ and z.txt.
+    setImmediate(() => {
+      rmSync(path.join(dir, "z.txt"));
+      symlinkSync(path.join(outside, "secret.txt"), path.join(dir, "z.txt"));
+      rmSync(path.join(dir, "sub"), { recursive: true });
+      symlinkSync(path.join(outside, "dir"), path.join(dir, "sub"));
+      swapped = true;
+    });
+    const res = await scan;
+    expect(swapped).toBe(true);
+    expect(res.hits).toEqual([]);
+    expect(res.files).toBe(1);
   });
 });

@@ -2,23 +2,28 @@
  * The `scanning` step: an image's files are searched for secrets that must never ship, and a hit
  * fails the build naming the file and line — never the secret.
  *
- * - ops secrets: `opss_`, `opst_`, `opsi_`, `opsd_` followed by the 49 base62 characters of the
- *   format in src/core/ids.ts, whose CRC32 checksum must hold (a look-alike is not a token).
- * - private keys: a PEM `… PRIVATE KEY` block with a body and its matching END line, also inside a
- *   JSON or source string where the newlines are written `\n` (a service-account file). A mere
- *   mention of the BEGIN line (a PEM parser's source) is not a key.
+ * - the shapes of the shared rule set that block an image (src/core/secret-shapes.ts): ops's own
+ *   tokens with a valid checksum (a look-alike is not a token), private-key blocks with a body and
+ *   their END line (also JSON-escaped, as in a service-account file; a PEM parser's mention of the
+ *   BEGIN line is not a key), and the issuer-prefixed tokens of cloud, code-host and API services;
  * - `.env` files (`.env`, `.env.production` …, not `.env.example`/`.sample`/`.template`/`.dist`)
  *   with at least one variable that has a value.
  *
  * Work is bounded: each file is read in 1 MiB chunks up to `maxFileBytes` (default 32 MiB; files
- * cut short are listed in `partial`), chunks overlap so a secret across a boundary is still seen,
- * and symlinks are not followed.
+ * cut short are listed in `partial`), and chunks overlap so a secret across a boundary is still seen.
+ *
+ * The scan runs as ops (root on a server) over what a build left behind, so it never follows a
+ * link: every directory and file is opened with O_NOFOLLOW relative to its already-open parent
+ * (through /proc/self/fd, Linux's way to name an open directory), so swapping a path for a link
+ * between listing and opening does not lead outside the tree either; only regular files are read,
+ * and opening never blocks (O_NONBLOCK: a FIFO put in a file's place is skipped, not waited on).
  */
-import { closeSync, lstatSync, openSync, readSync, readdirSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { isWellFormedSecret, type SecretPrefix } from "../../core/ids";
+import { findSecrets } from "../../core/secret-redact";
 
-export type SecretKind = "ops-token" | "private-key" | "env-file";
+/** A shape id of the shared rule set (`ops-token`, `private-key`, `github-token` …) or `env-file`. */
+export type SecretKind = string;
 
 export interface SecretHit {
   /** Path relative to the scanned directory, `/`-separated. */
@@ -49,16 +54,7 @@ const CHUNK = 1024 * 1024;
 const OVERLAP = 16 * 1024;
 export const DEFAULT_MAX_FILE_BYTES = 32 * 1024 * 1024;
 
-// No word boundaries: the checksum alone tells a token from chance (1 in 62^6), glued to other text or not.
-const TOKEN = /ops[stid]_[0-9A-Za-z]{49}/g;
-const PEM = /-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |ANY )?PRIVATE KEY)-----(?:\\n|\s)[A-Za-z0-9+/=\s\\:,.-]{64,16384}?-----END \1-----/g;
-const TOKEN_NAMES: Record<string, string> = {
-  opss_: "an ops session token (opss_)",
-  opst_: "an ops API token (opst_)",
-  opsi_: "an ops install code (opsi_)",
-  opsd_: "an ops device code (opsd_)",
-};
-const PREFIXES = Object.keys(TOKEN_NAMES) as SecretPrefix[];
+const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY, S_IFMT, S_IFREG } = constants;
 
 /** A dotenv file name that holds real values (not a template of them). */
 export function isEnvFile(name: string): boolean {
@@ -86,9 +82,8 @@ function lineAt(text: string, index: number, from: number, lineOfFrom: number): 
   return line;
 }
 
-/** Scan one file's content; hits are pushed into `out`. Returns the bytes read and whether it was cut short. */
-async function scanFile(abs: string, rel: string, size: number, maxBytes: number, out: SecretHit[], maxHits: number, buf: Buffer, pause: () => Promise<void>): Promise<{ read: number; partial: boolean }> {
-  const fd = openSync(abs, "r");
+/** Scan one open regular file's content; hits are pushed into `out`. Returns the bytes read and whether it was cut short. */
+async function scanFile(fd: number, rel: string, size: number, maxBytes: number, out: SecretHit[], maxHits: number, buf: Buffer, pause: () => Promise<void>): Promise<{ read: number; partial: boolean }> {
   const seen = new Set<string>();
   const found = (kind: SecretKind, what: string, line: number) => {
     const key = `${kind}:${line}`;
@@ -97,36 +92,44 @@ async function scanFile(abs: string, rel: string, size: number, maxBytes: number
     out.push({ path: rel, line, kind, what });
   };
   let read = 0;
-  try {
-    const limit = Math.min(size, maxBytes);
-    let carry = "";
-    /** Line number at the start of `carry`. */
-    let carryLine = 1;
-    let envText = isEnvFile(path.posix.basename(rel)) ? "" : null;
-    while (read < limit) {
-      await pause();
-      const bytesRead = readSync(fd, buf, 0, Math.min(CHUNK, limit - read), read);
-      if (bytesRead === 0) break;
-      read += bytesRead;
-      // latin1 maps each byte to one char: binary-safe, and every secret shape is ASCII.
-      const text = carry + buf.toString("latin1", 0, bytesRead);
-      if (envText !== null && envText.length < 1024 * 1024) envText += buf.toString("utf8", 0, bytesRead);
-      for (const m of text.matchAll(TOKEN)) {
-        if (isWellFormedSecret(m[0], PREFIXES)) found("ops-token", TOKEN_NAMES[m[0].slice(0, 5)], lineAt(text, m.index, 0, carryLine));
-      }
-      for (const m of text.matchAll(PEM)) found("private-key", `a private key (${m[1]})`, lineAt(text, m.index, 0, carryLine));
-      const keep = read < limit ? Math.max(0, text.length - OVERLAP) : text.length;
-      carryLine = lineAt(text, keep, 0, carryLine);
-      carry = text.slice(keep);
-    }
-    if (envText !== null) {
-      const line = envValueLine(envText);
-      if (line !== null) found("env-file", "a .env file with values", line);
-    }
-  } finally {
-    closeSync(fd);
+  const limit = Math.min(size, maxBytes);
+  let carry = "";
+  /** Line number at the start of `carry`. */
+  let carryLine = 1;
+  let envText = isEnvFile(path.posix.basename(rel)) ? "" : null;
+  while (read < limit) {
+    await pause();
+    const bytesRead = readSync(fd, buf, 0, Math.min(CHUNK, limit - read), read);
+    if (bytesRead === 0) break;
+    read += bytesRead;
+    // latin1 maps each byte to one char: binary-safe, and every secret shape is ASCII.
+    const text = carry + buf.toString("latin1", 0, bytesRead);
+    if (envText !== null && envText.length < 1024 * 1024) envText += buf.toString("utf8", 0, bytesRead);
+    for (const f of findSecrets(text).sort((a, b) => a.index - b.index)) found(f.shape.id, f.what, lineAt(text, f.index, 0, carryLine));
+    const keep = read < limit ? Math.max(0, text.length - OVERLAP) : text.length;
+    carryLine = lineAt(text, keep, 0, carryLine);
+    carry = text.slice(keep);
+  }
+  if (envText !== null) {
+    const line = envValueLine(envText);
+    if (line !== null) found("env-file", "a .env file with values", line);
   }
   return { read, partial: size > maxBytes };
+}
+
+/** `name` inside the open directory `dirFd`, as a path the kernel resolves from that directory. */
+const inDir = (dirFd: number, name: string) => `/proc/self/fd/${dirFd}/${name}`;
+
+/** Open without following a link and without blocking; null when it is a link (or gone). */
+function openNoFollow(p: string, flags: number): number | null {
+  try {
+    return openSync(p, flags | O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    // ELOOP: the last component is a link; ENOTDIR: a link (or a file) where a directory was listed.
+    if (code === "ELOOP" || code === "ENOTDIR" || code === "ENOENT") return null;
+    throw e;
+  }
 }
 
 /** Scan every file under `dir` (see the file comment). */
@@ -145,24 +148,44 @@ export async function scanImageFiles(dir: string, opts: ScanOptions = {}): Promi
     await new Promise((resolve) => setImmediate(resolve));
     since = performance.now();
   };
-  const walk = async (abs: string, rel: string): Promise<void> => {
+  const walk = async (dirFd: number, rel: string): Promise<void> => {
     await pause();
-    const entries = readdirSync(abs, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const entries = readdirSync(`/proc/self/fd/${dirFd}`, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const e of entries) {
       if (result.hits.length >= maxHits) return;
-      const childAbs = path.join(abs, e.name);
       const childRel = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) await walk(childAbs, childRel);
-      else if (e.isFile()) {
-        const { size } = lstatSync(childAbs);
-        const { read, partial } = await scanFile(childAbs, childRel, size, maxFileBytes, result.hits, maxHits, buf, pause);
-        result.files++;
-        result.bytes += read;
-        if (partial) result.partial.push(childRel);
+      if (e.isDirectory()) {
+        const fd = openNoFollow(inDir(dirFd, e.name), O_DIRECTORY);
+        if (fd === null) continue;
+        try {
+          await walk(fd, childRel);
+        } finally {
+          closeSync(fd);
+        }
+      } else if (e.isFile()) {
+        const fd = openNoFollow(inDir(dirFd, e.name), 0);
+        if (fd === null) continue;
+        try {
+          // What was opened, not what was listed: a FIFO or device swapped in is skipped.
+          const st = fstatSync(fd);
+          if ((st.mode & S_IFMT) !== S_IFREG) continue;
+          const { read, partial } = await scanFile(fd, childRel, st.size, maxFileBytes, result.hits, maxHits, buf, pause);
+          result.files++;
+          result.bytes += read;
+          if (partial) result.partial.push(childRel);
+        } finally {
+          closeSync(fd);
+        }
       }
     }
   };
-  await walk(dir, "");
+  const rootFd = openNoFollow(dir, O_DIRECTORY);
+  if (rootFd === null) throw new Error(`${path.basename(dir)} is a symbolic link or not a directory: not scanned`);
+  try {
+    await walk(rootFd, "");
+  } finally {
+    closeSync(rootFd);
+  }
   return result;
 }
 

@@ -1,17 +1,21 @@
 /**
  * From decoded OTLP to the rows ops stores: service from the resource's `service.name`,
  * environment from `deployment.environment.name` (or the older `deployment.environment`; default
- * `production`), host from `host.name`; every text scrubbed (scrub.ts); times checked. What cannot
- * be stored is counted and named for the OTLP partial-success answer, never silently dropped.
+ * `production`), host from `host.name`; every text scrubbed (scrub.ts), then cut to its column's
+ * length (`kept`: scrubbing first, so a cut never leaves half a secret unrecognised); times
+ * checked. What cannot be stored is counted and named for the OTLP partial-success answer, never
+ * silently dropped.
  */
 import { keyable } from "./keys";
-import { scrub, scrubOpt } from "./scrub";
+import { scrub } from "./scrub";
 import { anyToText, attrString, type AnyValue, type Attributes, type LogsRequest, type MetricsRequest, type ResourceGroup, type TracesRequest } from "./otlp-model";
 import { severityOfText, type LogRow, type MetricKind, type PointRow, type SpanRow, type WriteBatch } from "./rows";
 
 /** A line's text is cut past this many characters (with a note saying how much was cut). */
 export const MAX_MESSAGE_CHARS = 64 * 1024;
 const MAX_NAME_CHARS = 1024;
+/** Short fields (an HTTP method, status, client address). */
+const MAX_FIELD_CHARS = 256;
 const MAX_LABELS_CHARS = 4096;
 /** A timestamp further ahead than this is a sender's clock running fast: the line keeps its receipt time. */
 export const FUTURE_SLACK_MS = 5 * 60_000;
@@ -49,8 +53,22 @@ class Rejections {
   }
 }
 
-function cut(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more characters not kept]`;
+/** Longest secret shape a cut can split (a PEM block of a large RSA key, with room to spare). */
+const SCRUB_MARGIN = 16 * 1024;
+
+/**
+ * `text` scrubbed and cut to `max` characters. Only `max` plus a margin is scrubbed (a secret that
+ * straddles the cut is still whole there), so a 16 MiB line costs no more than a 64 KiB one.
+ */
+function kept(text: string, max: number): string {
+  if (text.length <= max) return scrub(text);
+  const scrubbed = scrub(text.slice(0, max + SCRUB_MARGIN));
+  return scrubbed.length <= max ? scrubbed : `${scrubbed.slice(0, max)}… [${text.length - max} more characters not kept]`;
+}
+
+/** `kept` for optional values. */
+function keptOpt(text: string | null, max: number): string | null {
+  return text === null ? null : kept(text, max);
 }
 
 interface ResourceInfo {
@@ -61,11 +79,11 @@ interface ResourceInfo {
 }
 
 function resourceInfo(res: Attributes, ctx: IngestContext): ResourceInfo {
-  const environment = cut(scrub((attrString(res, "deployment.environment.name", "deployment.environment") ?? "production").trim()), 64) || "production";
+  const environment = kept((attrString(res, "deployment.environment.name", "deployment.environment") ?? "production").trim(), 64) || "production";
   return {
-    service: cut(scrub(attrString(res, "service.name") ?? "unknown_service"), 128),
+    service: kept(attrString(res, "service.name") ?? "unknown_service", 128),
     environment,
-    host: cut(scrub(attrString(res, "host.name", "host.id") ?? ""), 256),
+    host: kept(attrString(res, "host.name", "host.id") ?? "", 256),
     allowed: ctx.mayIngest(environment),
   };
 }
@@ -112,16 +130,16 @@ export function logsToRows(req: LogsRequest, ctx: IngestContext): IngestOutcome 
       environment: info.environment,
       service: info.service,
       severity,
-      level: rec.severityText ? cut(rec.severityText, 32) : null,
+      level: rec.severityText ? kept(rec.severityText, 32) : null,
       host: info.host,
-      target: cut(scrub(target), 512),
-      message: cut(scrub(message), MAX_MESSAGE_CHARS),
+      target: kept(target, 512),
+      message: kept(message, MAX_MESSAGE_CHARS),
       traceId: /^[0-9a-f]{32}$/.test(rec.traceId) ? rec.traceId : null,
       spanId: /^[0-9a-f]{16}$/.test(rec.spanId) ? rec.spanId : null,
-      client: scrubOpt(attrString(rec.attributes, "client.address", "http.client_ip", "net.peer.ip", "net.sock.peer.addr")),
-      method: scrubOpt(attrString(rec.attributes, "http.request.method", "http.method")),
-      route: scrubOpt(attrString(rec.attributes, "http.route", "url.path", "http.target")),
-      status: attrString(rec.attributes, "http.response.status_code", "http.status_code"),
+      client: keptOpt(attrString(rec.attributes, "client.address", "http.client_ip", "net.peer.ip", "net.sock.peer.addr"), MAX_FIELD_CHARS),
+      method: keptOpt(attrString(rec.attributes, "http.request.method", "http.method"), MAX_FIELD_CHARS),
+      route: keptOpt(attrString(rec.attributes, "http.route", "url.path", "http.target"), MAX_NAME_CHARS),
+      status: keptOpt(attrString(rec.attributes, "http.response.status_code", "http.status_code"), MAX_FIELD_CHARS),
     };
     bytes += row.message.length + row.target.length + 64;
     logs.push(row);
@@ -152,13 +170,13 @@ export function spansToRows(req: TracesRequest, ctx: IngestContext): IngestOutco
       traceId: s.traceId,
       spanId: s.spanId,
       parentSpanId: /^[0-9a-f]{16}$/.test(s.parentSpanId) && !/^0+$/.test(s.parentSpanId) ? s.parentSpanId : null,
-      name: cut(scrub(s.name), MAX_NAME_CHARS),
+      name: kept(s.name, MAX_NAME_CHARS),
       kind: SPAN_KINDS[s.kind] ?? null,
       status: STATUS[s.statusCode] ?? "UNSET",
       durationMs: s.endMs > s.startMs ? Math.round((s.endMs - s.startMs) * 1000) / 1000 : 0,
-      method: scrubOpt(attrString(s.attributes, "http.request.method", "http.method")),
-      route: scrubOpt(attrString(s.attributes, "http.route", "url.path", "http.target")),
-      httpStatus: attrString(s.attributes, "http.response.status_code", "http.status_code"),
+      method: keptOpt(attrString(s.attributes, "http.request.method", "http.method"), MAX_FIELD_CHARS),
+      route: keptOpt(attrString(s.attributes, "http.route", "url.path", "http.target"), MAX_NAME_CHARS),
+      httpStatus: keptOpt(attrString(s.attributes, "http.response.status_code", "http.status_code"), MAX_FIELD_CHARS),
     };
     bytes += row.name.length + 200;
     spans.push(row);
@@ -171,7 +189,7 @@ function scrubValue(v: AnyValue): AnyValue {
   if (Array.isArray(v)) return v.map(scrubValue);
   if (v && typeof v === "object") {
     const out: { [k: string]: AnyValue } = {};
-    for (const k of Object.keys(v).sort()) out[k] = scrubValue(v[k]);
+    for (const k of Object.keys(v).sort()) out[scrub(k)] = scrubValue(v[k]);
     return out;
   }
   return v;
@@ -192,11 +210,12 @@ export function metricsToRows(req: MetricsRequest, ctx: IngestContext): IngestOu
   const points: PointRow[] = [];
   eachResource(req, ctx, rej, (info, _scope, m) => {
     if (m.type === "none") return;
-    const name = m.name.trim();
+    const name = scrub(m.name.trim());
     if (name === "" || name.length > 255) {
       rej.add("of a metric without a usable name", m.points.length);
       return;
     }
+    const unit = kept(m.unit, 64);
     const kind: MetricKind = m.type === "gauge" ? "gauge" : m.type === "sum" ? (m.monotonic ? "counter" : "gauge") : "histogram";
     const delta = m.temporality === 1 && m.type !== "gauge";
     for (const p of m.points) {
@@ -225,7 +244,7 @@ export function metricsToRows(req: MetricsRequest, ctx: IngestContext): IngestOu
         service: info.service,
         name,
         kind,
-        unit: m.unit.slice(0, 64),
+        unit,
         attrs,
         delta,
         value: histogram ? null : p.value,
