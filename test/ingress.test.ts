@@ -90,13 +90,15 @@ describe("routing", () => {
     expect((await via("shop.test")).status).toBe(404);
   });
 
-  test("X-Forwarded-For (appended), -Proto and -Host, the original Host kept (curl)", async () => {
+  test("X-Forwarded-For, X-Real-IP and Forwarded from the peer (the client's own dropped), -Proto and -Host, the original Host kept (curl)", async () => {
     const home = tempDir("ops-curl-");
     const res = await run(["curl", "-sS", "-H", "Host: shop.example.com", "-H", "X-Forwarded-For: 203.0.113.9", `${base}/headers`], { cwd: home });
     expect(res.code).toBe(0);
     const h = JSON.parse(res.stdout) as Record<string, string>;
     expect(h.host).toBe("shop.example.com");
-    expect(h["x-forwarded-for"]).toBe("203.0.113.9, 127.0.0.1");
+    expect(h["x-forwarded-for"]).toBe("127.0.0.1");
+    expect(h["x-real-ip"]).toBe("127.0.0.1");
+    expect(h.forwarded).toBe("for=127.0.0.1;host=shop.example.com;proto=http");
     expect(h["x-forwarded-proto"]).toBe("http");
     expect(h["x-forwarded-host"]).toBe("shop.example.com");
     expect(h["user-agent"]).toStartWith("curl/");

@@ -4,6 +4,7 @@
  * Nothing else in the code base reads `process.env`.
  */
 import path from "node:path";
+import { isIP } from "node:net";
 
 export class ConfigError extends Error {
   constructor(public readonly variable: string, message: string) {
@@ -88,6 +89,16 @@ export interface Config {
   readonly logRetentionDays: number;
   /** Size telemetry.db may grow to before the oldest telemetry is evicted, in bytes. */
   readonly telemetryMaxBytes: number;
+  /** The ingress's deadlines (seconds) and connection caps (DESIGN §6, Ingress). */
+  readonly ingressLimits: {
+    readonly headerTimeoutSecs: number;
+    readonly idleTimeoutSecs: number;
+    readonly bodyTimeoutSecs: number;
+    readonly maxConnPerIp: number;
+    readonly maxConnections: number;
+  };
+  /** CIDRs of proxies in front of the ingress whose forwarding fields are believed (empty: none). */
+  readonly trustedProxies: readonly string[];
 }
 
 /** The variables `loadConfig` reads, with a one-line description each (README and `--help`). */
@@ -132,6 +143,12 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_DEPLOY_HEALTH_TIMEOUT_SECS", default: "60", description: "How long a rollout waits for new replicas to pass their health probe" },
   { name: "OPS_LOG_RETENTION_DAYS", default: "14", description: "Days logs, spans and raw metric samples are kept" },
   { name: "OPS_TELEMETRY_MAX_BYTES", default: "10737418240", description: "Size telemetry may take before the oldest is evicted" },
+  { name: "OPS_INGRESS_HEADER_TIMEOUT", default: "10", description: "Seconds a request head may take to arrive whole at the ingress (408 after)" },
+  { name: "OPS_INGRESS_IDLE_TIMEOUT", default: "75", description: "Seconds a kept-alive ingress connection may sit idle between requests" },
+  { name: "OPS_INGRESS_BODY_TIMEOUT", default: "60", description: "Seconds a request body may send nothing before its exchange ends" },
+  { name: "OPS_INGRESS_MAX_CONN_PER_IP", default: "256", description: "Ingress connections one client address may hold open (503 past it)" },
+  { name: "OPS_INGRESS_MAX_CONNECTIONS", default: "10000", description: "Ingress connections open at once, all clients together (503 past it)" },
+  { name: "OPS_TRUSTED_PROXIES", default: "(none)", description: "Comma-separated CIDRs of proxies whose X-Forwarded-*/Forwarded the ingress keeps" },
 ];
 
 type Env = Record<string, string | undefined>;
@@ -236,6 +253,15 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
   }
 
   const ingress = (str(e, "OPS_INGRESS_LISTEN") ?? "127.0.0.1:8081").toLowerCase();
+  const trustedProxies = (str(e, "OPS_TRUSTED_PROXIES") ?? "").split(",").map((c) => c.trim()).filter((c) => c !== "");
+  for (const cidr of trustedProxies) {
+    const [addr, bits, more] = cidr.split("/");
+    const family = isIP(addr);
+    const max = family === 4 ? 32 : 128;
+    if (family === 0 || more !== undefined || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > max))) {
+      throw new ConfigError("OPS_TRUSTED_PROXIES", `expected IP addresses or CIDRs like 10.0.0.0/8, got "${cidr}"`);
+    }
+  }
 
   const config: Config = {
     dataDir,
@@ -280,6 +306,14 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     deployHealthTimeoutSecs: int(e, "OPS_DEPLOY_HEALTH_TIMEOUT_SECS", 60, 1, 3600),
     logRetentionDays: int(e, "OPS_LOG_RETENTION_DAYS", 14, 1, 3650),
     telemetryMaxBytes: int(e, "OPS_TELEMETRY_MAX_BYTES", 10 * 1024 * 1024 * 1024, 1024 * 1024, 1024 ** 5),
+    ingressLimits: {
+      headerTimeoutSecs: int(e, "OPS_INGRESS_HEADER_TIMEOUT", 10, 1, 3600),
+      idleTimeoutSecs: int(e, "OPS_INGRESS_IDLE_TIMEOUT", 75, 1, 86_400),
+      bodyTimeoutSecs: int(e, "OPS_INGRESS_BODY_TIMEOUT", 60, 1, 86_400),
+      maxConnPerIp: int(e, "OPS_INGRESS_MAX_CONN_PER_IP", 256, 1, 1_000_000),
+      maxConnections: int(e, "OPS_INGRESS_MAX_CONNECTIONS", 10_000, 1, 10_000_000),
+    },
+    trustedProxies,
   };
   return deepFreeze(config);
 }

@@ -6,7 +6,7 @@
 import type { Core } from "../../core/core";
 import { createIngress, type Ingress } from "./ingress";
 
-export { createIngress, type Ingress, type IngressAddress, type IngressOptions } from "./ingress";
+export { createIngress, type Ingress, type IngressAddress, type IngressMetrics, type IngressOptions } from "./ingress";
 export { defaultHost, normaliseHost, serviceKey, type ServiceEntry, type ServiceRef, type ServiceRoute, type Upstream, type RouteConflict } from "./table";
 
 const KEY = "ingress";
@@ -15,7 +15,16 @@ const KEY = "ingress";
 export function ingressOf(core: Core): Ingress {
   let ingress = core.locals.get(KEY) as Ingress | undefined;
   if (!ingress) {
-    ingress = createIngress({ log: core.log.child({ component: "ingress" }) });
+    const limits = core.config.ingressLimits;
+    ingress = createIngress({
+      log: core.log.child({ component: "ingress" }),
+      headerTimeoutMs: limits.headerTimeoutSecs * 1000,
+      idleTimeoutMs: limits.idleTimeoutSecs * 1000,
+      bodyTimeoutMs: limits.bodyTimeoutSecs * 1000,
+      maxConnPerIp: limits.maxConnPerIp,
+      maxConnections: limits.maxConnections,
+      trustedProxies: core.config.trustedProxies,
+    });
     core.locals.set(KEY, ingress);
   }
   return ingress;

@@ -33,9 +33,9 @@ export function pageBytes(p: Page, close: boolean, headOnly: boolean): Buffer {
   return headOnly ? Buffer.from(head, "latin1") : Buffer.concat([Buffer.from(head, "latin1"), body]);
 }
 
-/** 400, 405, 413, 431, 501: a request the ingress could not read or will not relay. */
+/** 400, 405, 408, 431, 501, 503: a request the ingress could not read, will not relay, or has no room for. */
 export function badRequestPage(status: number, reason: string): Page {
-  const titles: Record<number, string> = { 400: "Bad Request", 405: "Method Not Allowed", 408: "Request Timeout", 431: "Request Header Fields Too Large", 501: "Not Implemented" };
+  const titles: Record<number, string> = { 400: "Bad Request", 405: "Method Not Allowed", 408: "Request Timeout", 431: "Request Header Fields Too Large", 501: "Not Implemented", 503: "Service Unavailable" };
   const title = titles[status] ?? "Bad Request";
   return page(status, title, `<p>The ingress could not relay this request: ${escape(reason)}.</p>`);
 }

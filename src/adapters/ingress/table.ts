@@ -10,6 +10,12 @@
  * `a.b.example.com`, not `example.com`); within the host, the longest path prefix on a segment
  * boundary (`/api` matches `/api` and `/api/x`, not `/apix`). Every service also answers its
  * default host `<service>.<environment>.<project>.localhost`.
+ *
+ * Ownership (DESIGN §6): a host belongs to one project, and the table never settles a clash by
+ * order. Every name under `.<project>.localhost` belongs to that project: another project's route
+ * there (exact or wildcard, `*.localhost` included) is left out. Two services routing the same
+ * host and prefix (which the resources domain refuses to store) get neither: the route answers
+ * 404 and the clash is reported, rather than one of them winning by its name.
  */
 
 export interface ServiceRef {
@@ -61,8 +67,8 @@ interface Rule {
 export interface RouteConflict {
   host: string;
   pathPrefix: string;
-  /** The service that keeps the route (first by project/environment/service). */
-  kept: string;
+  /** The service that keeps the route (the host's owner), or null when no one does. */
+  kept: string | null;
   ignored: string;
 }
 
@@ -109,11 +115,23 @@ function prefixMatches(prefix: string, path: string): boolean {
   return Number.isNaN(rest) || rest === 47 /* / */ || rest === 63 /* ? */;
 }
 
-/** Compile entries into a table; routes two services claim are kept by the first (and reported). */
+/** The project a `.localhost` host belongs to (`<…>.<project>.localhost`), or null for any other host. */
+export function localhostOwner(host: string): string | null {
+  const h = host.startsWith("*.") ? host.slice(2) : host;
+  if (!h.endsWith(".localhost")) return h === "localhost" ? "" : null;
+  const labels = h.slice(0, -".localhost".length).split(".");
+  return labels[labels.length - 1];
+}
+
+/**
+ * Compile entries into a table. A route on another project's `.localhost` names is left out; a
+ * host and prefix two services claim goes to neither (both reported).
+ */
 export function compileTable(entries: readonly ServiceEntry[]): CompiledTable {
   const sorted = [...entries].sort((a, b) => serviceKey(a.service).localeCompare(serviceKey(b.service)));
   const byHost = new Map<string, Rule[]>();
   const conflicts: RouteConflict[] = [];
+  const contested = new Set<string>();
   for (const e of sorted) {
     const target: Target = { key: serviceKey(e.service), service: { ...e.service }, upstreams: e.upstreams.map((u) => ({ ...u, key: `${u.host}:${u.port}` })), next: 0 };
     const routes: ServiceRoute[] = [{ hosts: [defaultHost(e.service)] }, ...e.routes];
@@ -121,10 +139,19 @@ export function compileTable(entries: readonly ServiceEntry[]): CompiledTable {
       const prefix = normalisePrefix(r.pathPrefix);
       for (const rawHost of r.hosts) {
         const host = rawHost.toLowerCase();
+        const owner = localhostOwner(host);
+        if (owner !== null && owner !== e.service.project.toLowerCase()) {
+          conflicts.push({ host, pathPrefix: prefix, kept: owner === "" ? null : `project ${owner}`, ignored: target.key });
+          continue;
+        }
         const rules = byHost.get(host) ?? [];
         const clash = rules.find((x) => x.prefix === prefix);
         if (clash) {
-          if (clash.target !== target) conflicts.push({ host, pathPrefix: prefix, kept: clash.target.key, ignored: target.key });
+          if (clash.target !== target) {
+            conflicts.push({ host, pathPrefix: prefix, kept: null, ignored: target.key });
+            if (!contested.has(`${host} ${prefix}`)) conflicts.push({ host, pathPrefix: prefix, kept: null, ignored: clash.target.key });
+            contested.add(`${host} ${prefix}`);
+          }
           continue;
         }
         rules.push({ prefix, target });
@@ -134,7 +161,9 @@ export function compileTable(entries: readonly ServiceEntry[]): CompiledTable {
   }
   const exact = new Map<string, Rule[]>();
   const wildcards: Array<{ suffix: string; rules: Rule[] }> = [];
-  for (const [host, rules] of byHost) {
+  for (const [host, all] of byHost) {
+    const rules = all.filter((r) => !contested.has(`${host} ${r.prefix}`));
+    if (rules.length === 0) continue;
     rules.sort((a, b) => b.prefix.length - a.prefix.length);
     if (host.startsWith("*.")) wildcards.push({ suffix: host.slice(1), rules });
     else exact.set(host, rules);

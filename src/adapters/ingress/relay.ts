@@ -1,0 +1,200 @@
+/**
+ * The replica's side of an exchange: its response head parsed and written anew for the client
+ * (serializer.ts), its body relayed by the framing ops decided (a length byte for byte, chunked
+ * decoded and chunked anew, or until the replica closes), interim 1xx answers passed to HTTP/1.1
+ * clients, a 101 to a WebSocket request turned into a tunnel. An answer that arrives before the
+ * whole request body closes both connections after it; bytes past the end of a response, a
+ * malformed answer or a close mid-answer mean the connection is never pooled again.
+ */
+import type { Conn, Ctx, Exchange } from "./types";
+import { Wait } from "./types";
+import { HttpError } from "./http-error";
+import { ChunkedDecoder, reframe } from "./chunked";
+import { Body, MAX_RESPONSE_HEAD, parseResponseHead } from "./response-parser";
+import { Out, responseHeadOut } from "./serializer";
+import { badGatewayPage } from "./pages";
+import { FrameTracker } from "./ws-frames";
+import { forget, writeConn } from "./pool";
+import { clientFlow, endClient, writeClient } from "./listener";
+import { fail, finish, settle, tryNext, uncount } from "./exchange";
+
+/** The replica's socket took what was left over: send the rest, and let the client go on. */
+export function upstreamDrained(u: Conn): void {
+  if (!u.out) return;
+  const out = u.out;
+  u.out = null;
+  writeConn(u, out);
+  if (!u.out) {
+    const c = u.ex?.client ?? u.tunnel;
+    if (c) clientFlow(c);
+  }
+}
+
+function responseDone(ex: Exchange): boolean {
+  switch (ex.resOut) {
+    case Out.None:
+      return true;
+    case Out.Raw:
+      return ex.res!.body === Body.Length && ex.resLeft === 0;
+    default:
+      return ex.resChunks!.done;
+  }
+}
+
+/** The replica's bytes for the exchange it carries: the response head (parsed, written anew), then the body. */
+export function upstreamBytes(ctx: Ctx, u: Conn, bytes: Buffer): void {
+  const ex = u.ex;
+  if (!ex) {
+    // Bytes nobody asked for on an idle connection: it is out of step.
+    u.reusable = false;
+    u.socket.end();
+    return;
+  }
+  ex.received += bytes.length;
+  const c = ex.client;
+  if (ex.res !== null) return relayBody(ctx, ex, u, bytes, 0);
+  let src: Buffer = bytes;
+  if (u.buf) {
+    src = Buffer.concat([u.buf, bytes]);
+    u.buf = null;
+  }
+  let from = 0;
+  for (;;) {
+    const res = parseResponseHead(src, from, ex.req.method);
+    if (res === null) {
+      if (src.length - from > MAX_RESPONSE_HEAD) throw new HttpError(502, "the replica's response head is too large");
+      u.buf = Buffer.from(src.subarray(from));
+      return;
+    }
+    if (res.status === 101) {
+      if (!ex.req.websocket) throw new HttpError(502, "the replica switched protocols unasked");
+      ex.answered = true;
+      writeClient(c, Buffer.concat([Buffer.from(responseHeadOut(res, false, false, ex.req.method)!.head, "latin1"), src.subarray(res.end)]));
+      tunnel(ctx, ex, u);
+      u.frames!.feed(src.subarray(res.end));
+      return;
+    }
+    if (res.status < 200) {
+      // An interim answer (100 Continue, 103 Early Hints): relayed to HTTP/1.1 clients; the final one follows.
+      if (!ex.req.http10) writeClient(c, responseHeadOut(res, false, false, ex.req.method)!.head);
+      from = res.end;
+      if (from >= src.length) return;
+      continue;
+    }
+    // An answer before the whole request body arrived: nothing more goes to the replica, and the
+    // client's connection cannot be resynchronised.
+    const early = !ex.reqDone;
+    const out = responseHeadOut(res, ex.req.http10, early || ex.req.close || c.closeAfter || ctx.stopping, ex.req.method);
+    if (out === null) throw new HttpError(502, "the replica used a transfer coding an HTTP/1.0 client cannot be sent");
+    ex.res = res;
+    ex.resOut = out.mode;
+    if (out.close) c.closeAfter = true;
+    if (!res.reusable || early) u.reusable = false;
+    if (res.body === Body.Length) ex.resLeft = res.length;
+    else if (res.body === Body.Chunked) ex.resChunks = new ChunkedDecoder(502);
+    writeClient(c, out.head);
+    ex.answered = true;
+    return relayBody(ctx, ex, u, src, res.end);
+  }
+}
+
+/** Relay the response body in `src` from `from` to the end of the response. */
+function relayBody(ctx: Ctx, ex: Exchange, u: Conn, src: Buffer, from: number): void {
+  let end = src.length;
+  switch (ex.resOut) {
+    case Out.None:
+      end = from;
+      break;
+    case Out.Raw:
+      if (ex.res!.body === Body.Length) {
+        end = Math.min(src.length, from + ex.resLeft);
+        ex.resLeft -= end - from;
+      }
+      if (end > from) writeClient(ex.client, from === 0 && end === src.length ? src : src.subarray(from, end));
+      break;
+    case Out.Rechunk:
+    case Out.Dechunk: {
+      const r = reframe(ex.resChunks!, src, from, ex.resOut === Out.Rechunk);
+      if (r.out !== null) writeClient(ex.client, r.out);
+      end = r.end >= 0 ? r.end : src.length;
+      break;
+    }
+  }
+  // Bytes past the end of the response: out of step, never pooled again.
+  if (end < src.length) u.reusable = false;
+  if (responseDone(ex)) finish(ctx, ex);
+}
+
+function tunnel(ctx: Ctx, ex: Exchange, u: Conn): void {
+  const c = ex.client;
+  settle(ctx, ex, null);
+  u.reusable = false;
+  c.tunnel = u;
+  u.tunnel = c;
+  u.frames = new FrameTracker();
+  u.replica.websockets++;
+  c.wait = Wait.None;
+  if (c.buf) {
+    const rest = c.buf;
+    c.buf = null;
+    writeConn(u, rest);
+  }
+  clientFlow(c);
+}
+
+export function upstreamFault(ctx: Ctx, u: Conn, e: Error): void {
+  const ex = u.ex;
+  u.reusable = false;
+  ctx.metrics.upstreamFailures++;
+  ctx.log?.warn("ingress upstream answer unusable", { upstream: u.key, err: e.message });
+  if (ex) fail(ctx, ex, badGatewayPage(ex.target.service, `The replica's answer could not be relayed: ${e.message}`));
+  if (!u.closed) u.socket.end();
+}
+
+export function upstreamClosed(ctx: Ctx, u: Conn): void {
+  u.closed = true;
+  const r = u.replica;
+  r.open--;
+  const at = r.idle.indexOf(u);
+  if (at >= 0) r.idle.splice(at, 1);
+  if (u.tunnel) {
+    const c = u.tunnel;
+    u.tunnel = null;
+    r.websockets--;
+    forget(ctx, r);
+    c.tunnel = null;
+    endClient(c);
+    return;
+  }
+  const ex = u.ex;
+  if (!ex) return forget(ctx, r);
+  u.ex = null;
+  ex.up = null;
+  if (ex.res !== null && ex.resOut === Out.Raw && ex.res.body === Body.UntilClose) {
+    // A body that ends when the replica closes: it just did.
+    ex.client.closeAfter = true;
+    finish(ctx, ex);
+    return;
+  }
+  if (!ex.answered && ex.received === 0 && ex.req.body === 0) {
+    if (ex.reused && !ex.replayed) {
+      // An idle connection the replica closed as it was reused: replay once on a fresh one.
+      ex.replayed = true;
+      tryNext(ctx, ex, true);
+      return;
+    }
+    // Closed without a word to a request that can be replayed: the next replica may answer.
+    ctx.downUntil.set(ex.key, Date.now() + ctx.settings.downMs);
+    ex.reason = u.err || "the replica closed the connection";
+    ctx.metrics.upstreamFailures++;
+    ctx.log?.warn("ingress upstream failed", { service: ex.target.key, upstream: ex.key, err: ex.reason });
+    uncount(ctx, ex);
+    tryNext(ctx, ex);
+    return;
+  }
+  ex.reason = u.err || (ex.answered ? "the replica closed the connection in the middle of its response" : "the replica closed the connection");
+  ctx.metrics.upstreamFailures++;
+  ctx.log?.warn("ingress upstream failed", { service: ex.target.key, upstream: ex.key, err: ex.reason });
+  fail(ctx, ex, badGatewayPage(ex.target.service, `The last replica tried failed: ${ex.reason}`));
+}
+

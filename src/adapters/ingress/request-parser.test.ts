@@ -1,0 +1,118 @@
+/**
+ * The request head parser on its own: framing decided once, every ambiguity a 400 (the requests
+ * of the smuggling issue first), hop-by-hop and forwarding fields out of what is kept, ops's
+ * credentials out, and bytes above 0x7f kept.
+ */
+import { describe, test, expect } from "bun:test";
+import { parseRequestHead, type RequestHead } from "./request-parser";
+import { HttpError } from "./http-error";
+
+const kept = (r: RequestHead) => {
+  let out = "";
+  for (let k = 0; k < r.keep.length; k += 2) out += r.head.slice(r.keep[k], r.keep[k + 1]);
+  return out;
+};
+
+function refused(head: string): number {
+  try {
+    parseRequestHead(head);
+  } catch (e) {
+    if (e instanceof HttpError) return e.status;
+    throw e;
+  }
+  return 0;
+}
+
+describe("request heads", () => {
+  test("a Connection token naming Content-Length, Transfer-Encoding, Host or a field ops sets is a 400", () => {
+    for (const tok of ["content-length", "Content-Length", "transfer-encoding", "host", "x-forwarded-for", "X-Forwarded-Proto", "x-forwarded-host", "x-real-ip", "forwarded", "keep-alive, content-length", " content-length "]) {
+      expect([tok, refused(`POST / HTTP/1.1\r\nHost: a\r\nConnection: ${tok}\r\nContent-Length: 3`)]).toEqual([tok, 400]);
+    }
+    // Spread over two Connection fields too.
+    expect(refused("POST / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nConnection: transfer-encoding\r\nTransfer-Encoding: chunked")).toBe(400);
+  });
+
+  test("framing is decided once: the ambiguous forms are 400, the plain ones read", () => {
+    const bad = [
+      "Content-Length: 3\r\nTransfer-Encoding: chunked",
+      "Transfer-Encoding: chunked\r\nContent-Length: 0",
+      "Content-Length: 3\r\nContent-Length: 3",
+      "Content-Length: 3\r\nContent-Length: 4",
+      "Content-Length: 3, 3",
+      "Content-Length: +3",
+      "Content-Length: -3",
+      "Content-Length: 0x3",
+      "Content-Length: 3a",
+      "Content-Length:\t3",
+      "Content-Length: 1234567890123456",
+      "Content-Length:",
+      "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked",
+      "Transfer-Encoding: gzip, chunked",
+      "Transfer-Encoding: chunked, identity",
+      "Transfer-Encoding: xchunked",
+      'Transfer-Encoding: "chunked"',
+      "Transfer-Encoding:\tchunked",
+      "Transfer-Encoding: \x0bchunked",
+      "Transfer-Encoding : chunked",
+      "Transfer-Encoding:\r\n chunked",
+      "X: a\nTransfer-Encoding: chunked",
+      "X: a\rb",
+      "X: a\0b",
+      "X A: b",
+      "Host: b",
+      "Host: a/../b",
+    ];
+    for (const f of bad) expect([f, refused(`POST / HTTP/1.1\r\nHost: a\r\n${f}`)]).toEqual([f, 400]);
+    expect(refused("POST / HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked")).toBe(400);
+    expect(parseRequestHead("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked ").body).toBe(-1);
+    expect(parseRequestHead("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 05 ").body).toBe(5);
+    const none = parseRequestHead("GET / HTTP/1.1\r\nHost: a");
+    expect([none.body, none.hasLength]).toEqual([0, false]);
+    const zero = parseRequestHead("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0");
+    expect([zero.body, zero.hasLength]).toEqual([0, true]);
+  });
+
+  test("request lines: methods in upper case, HTTP/1.0 or 1.1, origin or absolute form; CONNECT and TRACE are 405", () => {
+    for (const l of ["get / HTTP/1.1", "GET  / HTTP/1.1", "GET\t/ HTTP/1.1", "GET / HTTP/1.2", "GET / HTTP/2.0", "GET /", "GET / http/1.1", "GET foo HTTP/1.1", "GET * HTTP/1.1", "GET http://a@b/ HTTP/1.1"]) expect([l, refused(`${l}\r\nHost: a`)]).toEqual([l, 400]);
+    expect(refused("CONNECT a:443 HTTP/1.1\r\nHost: a")).toBe(405);
+    expect(refused("TRACE / HTTP/1.1\r\nHost: a")).toBe(405);
+    expect(refused("GET / HTTP/1.1")).toBe(400);
+    const abs = parseRequestHead("GET http://b.test:81/p?q HTTP/1.1\r\nHost: ignored");
+    expect([abs.host, abs.target, abs.path]).toEqual(["b.test:81", "/p?q", "/p?q"]);
+    const star = parseRequestHead("OPTIONS * HTTP/1.1\r\nHost: a");
+    expect([star.target, star.path]).toEqual(["*", "/"]);
+    const old = parseRequestHead("GET / HTTP/1.0");
+    expect([old.http10, old.close, old.host]).toEqual([true, true, null]);
+    expect(parseRequestHead("GET / HTTP/1.0\r\nConnection: keep-alive").close).toBe(false);
+    expect(parseRequestHead("GET / HTTP/1.1\r\nHost: a\r\nConnection: Close").close).toBe(true);
+  });
+
+  test("hop-by-hop, forwarding and named fields are not kept; the rest is, as sent", () => {
+    const r = parseRequestHead(
+      "GET /x HTTP/1.1\r\nHost: a.test\r\nAccept: */*\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: 300\r\nTE: trailers\r\nX-Forwarded-For: 6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\nForwarded: for=6.6.6.6\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\nProxy-Authorization: Basic x\r\nUpgrade: h2c\r\nX-Keep:  2 ",
+    );
+    expect(kept(r)).toBe("\r\nHost: a.test\r\nAccept: */*\r\nX-Keep:  2 ");
+    expect(r.forwarding).toEqual({ forwardedFor: "6.6.6.6", realIp: "6.6.6.6", forwarded: "for=6.6.6.6", forwardedProto: "https", forwardedHost: "evil" });
+    expect(r.websocket).toBe(false);
+    const ws = parseRequestHead("GET /s HTTP/1.1\r\nHost: a\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Key: k");
+    expect([ws.websocket, kept(ws)]).toEqual([true, "\r\nHost: a\r\nSec-WebSocket-Key: k"]);
+  });
+
+  test("ops's session cookie and Authorization carrying an ops token are removed, other cookies kept", () => {
+    const token = `opss_${"A".repeat(49)}`;
+    const r = parseRequestHead(`GET / HTTP/1.1\r\nHost: a\r\nCookie: theme=dark; ops_session=${token}; cart=3\r\nAuthorization: Bearer ${token}`);
+    expect(kept(r) + r.rewritten).toBe("\r\nHost: a\r\nCookie: theme=dark; cart=3");
+    expect(r.strippedCredential).toBe(true);
+    const basic = Buffer.from(`x:opst_${"b".repeat(49)}`).toString("base64");
+    expect(kept(parseRequestHead(`GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic ${basic}`))).toBe("\r\nHost: a");
+    const only = parseRequestHead(`GET / HTTP/1.1\r\nHost: a\r\ncookie: ops_session=x`);
+    expect(kept(only) + only.rewritten).toBe("\r\nHost: a");
+    const app = parseRequestHead("GET / HTTP/1.1\r\nHost: a\r\nCookie: session=abc\r\nAuthorization: Bearer app-token");
+    expect([kept(app), app.strippedCredential]).toEqual(["\r\nHost: a\r\nCookie: session=abc\r\nAuthorization: Bearer app-token", false]);
+  });
+
+  test("bytes above 0x7f in the target and values are kept; the head is then not ASCII", () => {
+    const r = parseRequestHead("GET /caf\xe9 HTTP/1.1\r\nHost: a\r\nX: \xe9");
+    expect([r.target, r.ascii, kept(r)]).toEqual(["/caf\xe9", false, "\r\nHost: a\r\nX: \xe9"]);
+  });
+});

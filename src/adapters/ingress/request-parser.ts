@@ -1,0 +1,368 @@
+/**
+ * The request head as the ingress reads it (RFC 9112 §2–§7, RFC 9110 §7.6.1), decided once: the
+ * head is parsed strictly, its body framing is decided here and nowhere else, and the upstream
+ * request is later written from what this returns (serializer.ts), never relayed as received.
+ * Anything that two HTTP implementations could read two ways is refused with a 400 (the
+ * connection is then closed): a `Transfer-Encoding` other than exactly `chunked`, one with a
+ * `Content-Length`, a repeated or non-decimal `Content-Length`, obs-fold, whitespace before a
+ * colon, a bare CR or LF, NUL or other controls, two `Host` fields, and a `Connection` token
+ * naming a framing field, `Host` or a field ops sets (a hop-by-hop removal must never touch
+ * framing: that is request smuggling's oldest door).
+ *
+ * Heads are latin1 strings (one byte, one char), so bytes above 0x7f survive the round trip.
+ */
+import { HttpError } from "./http-error";
+import { carriesOpsCredential, withoutSessionCookie } from "./credentials";
+
+/** tchar (RFC 9110 §5.6.2) by char code: 1 for a token character. */
+export const TCHAR = new Uint8Array(256);
+for (const ch of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") TCHAR[ch.charCodeAt(0)] = 1;
+
+/**
+ * The field lines after the start line, each `\r\n` + token + `:` + value (no whitespace before
+ * the colon, no obs-fold, no bare CR or LF, no NUL or other controls but tab).
+ */
+const FIELD_LINES = /(?:\r\n[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*)*$/y;
+/** The same, ASCII only (most heads). */
+const ASCII_FIELD_LINES = /(?:\r\n[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e]*)*$/y;
+/** A Host value: a reg-name or IPv4 address, or a bracketed IPv6 literal, with an optional port. */
+const HOST_VALUE = /^(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
+/** Fields ops writes itself: a `Connection` token naming one of them (or framing, or Host) is refused. */
+export const OPS_SET_FIELDS = ["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-real-ip", "forwarded"] as const;
+const PROTECTED = new Set<string>(["content-length", "transfer-encoding", "host", ...OPS_SET_FIELDS]);
+
+const enum F {
+  Host,
+  ContentLength,
+  TransferEncoding,
+  Connection,
+  Upgrade,
+  ForwardedFor,
+  ForwardedProto,
+  ForwardedHost,
+  RealIp,
+  Forwarded,
+  Cookie,
+  Authorization,
+  /** Hop-by-hop: never forwarded. */
+  Drop,
+}
+
+/** The fields the parser looks at, by name length (most lines are compared with nothing). */
+const BY_LENGTH: Array<Array<[string, F]>> = [];
+for (const [name, kind] of [
+  ["host", F.Host],
+  ["content-length", F.ContentLength],
+  ["transfer-encoding", F.TransferEncoding],
+  ["connection", F.Connection],
+  ["upgrade", F.Upgrade],
+  ["x-forwarded-for", F.ForwardedFor],
+  ["x-forwarded-proto", F.ForwardedProto],
+  ["x-forwarded-host", F.ForwardedHost],
+  ["x-real-ip", F.RealIp],
+  ["forwarded", F.Forwarded],
+  ["cookie", F.Cookie],
+  ["authorization", F.Authorization],
+  ["keep-alive", F.Drop],
+  ["proxy-connection", F.Drop],
+  ["te", F.Drop],
+  ["trailer", F.Drop],
+  ["proxy-authorization", F.Drop],
+  ["proxy-authenticate", F.Drop],
+] as Array<[string, F]>)
+  (BY_LENGTH[name.length] ??= []).push([name, kind]);
+
+/** Whether `head[from, from + name.length)` is `name` (lower case), ignoring ASCII case. */
+export function nameIs(head: string, from: number, name: string): boolean {
+  for (let i = 0; i < name.length; i++) if ((head.charCodeAt(from + i) | 0x20) !== name.charCodeAt(i)) return false;
+  return true;
+}
+
+/** The comma-separated tokens of a list field, trimmed and lower case. */
+export function tokens(list: string | null): string[] {
+  if (!list) return [];
+  const out: string[] = [];
+  for (const t of list.split(",")) {
+    const v = t.trim();
+    if (v) out.push(v.toLowerCase());
+  }
+  return out;
+}
+
+/** The client's own forwarding fields (kept, and appended to, only for a trusted peer). */
+export interface ClientForwarding {
+  forwardedFor: string | null;
+  forwardedProto: string | null;
+  forwardedHost: string | null;
+  realIp: string | null;
+  forwarded: string | null;
+}
+
+export interface RequestHead {
+  method: string;
+  /** The target sent upstream: origin form (`/path?q`), or `*`. */
+  target: string;
+  /** The path and query the route table matches (`/` for `*`). */
+  path: string;
+  http10: boolean;
+  /** The Host field as sent, or the authority of an absolute-form target (null: none). */
+  host: string | null;
+  /** Body framing decided by ops: -1 chunked, else the length in bytes (0: none). */
+  body: number;
+  /** The client sent a Content-Length (kept as one, even when 0). */
+  hasLength: boolean;
+  /** The client asked to close after this exchange (or is HTTP/1.0 without keep-alive). */
+  close: boolean;
+  /** An `Upgrade: websocket` request with `Connection: upgrade`. */
+  websocket: boolean;
+  /** Bytes above 0x7f appear in the head (written upstream as latin1 bytes, not a string). */
+  ascii: boolean;
+  /** The head as received, without its blank line. */
+  head: string;
+  /** [start, end) ranges of `head` holding the field lines forwarded as they are (each starts with CRLF). */
+  keep: number[];
+  /** Field lines ops rewrote (a Cookie without ops's session), each starting with CRLF. */
+  rewritten: string;
+  /** An ops session cookie or ops credential was removed. */
+  strippedCredential: boolean;
+  forwarding: ClientForwarding;
+}
+
+function bad(message: string): HttpError {
+  return new HttpError(400, message);
+}
+
+/** The request line's parts: [method end, target end, minor version char, 1 if ASCII], or null when malformed. */
+function requestLine(head: string, eol: number): [number, number, number, number] | null {
+  // Methods are upper-case letters, `-` and `_` (what nginx accepts): a lower-case `get` is not GET to every server.
+  let i = 0;
+  for (let c = head.charCodeAt(0); i < eol && ((c >= 65 && c <= 90) || c === 45 || c === 95); c = head.charCodeAt(++i));
+  if (i === 0 || head.charCodeAt(i) !== 32) return null;
+  const m = i;
+  i++;
+  const t = i;
+  let ascii = 1;
+  for (; i < eol; i++) {
+    const c = head.charCodeAt(i);
+    if (c <= 32 || c === 127 || c > 255) break;
+    if (c > 127) ascii = 0;
+  }
+  if (i === t || head.charCodeAt(i) !== 32 || eol - i !== 9 || !head.startsWith(" HTTP/1.", i)) return null;
+  const minor = head.charCodeAt(i + 8);
+  if (minor !== 48 && minor !== 49) return null;
+  return [m, i, minor, ascii];
+}
+
+/** A Content-Length value: 1 to 15 decimal digits, nothing else (no sign, no list, no spaces inside). */
+function contentLength(v: string): number {
+  if (v.length === 0 || v.length > 15) throw bad("the request has an invalid Content-Length");
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c < 48 || c > 57) throw bad("the request has an invalid Content-Length");
+  }
+  return Number(v);
+}
+
+/** `v` without leading and trailing spaces (tabs kept). */
+function spaces(v: string): string {
+  let a = 0;
+  let b = v.length;
+  while (a < b && v.charCodeAt(a) === 32) a++;
+  while (b > a && v.charCodeAt(b - 1) === 32) b--;
+  return v.slice(a, b);
+}
+
+const join = (prior: string | null, v: string) => (prior === null ? v : `${prior}, ${v}`);
+
+/**
+ * Parse a request head (`head` = the bytes before the blank line, as latin1). Throws HttpError
+ * (400, or 405 for CONNECT and TRACE) for anything malformed or ambiguous.
+ */
+export function parseRequestHead(head: string): RequestHead {
+  const nl = head.indexOf("\r\n");
+  const eol = nl < 0 ? head.length : nl;
+  const line = requestLine(head, eol);
+  if (!line) throw bad("the request line is malformed");
+  let ascii = line[3] === 1;
+  if (nl >= 0) {
+    ASCII_FIELD_LINES.lastIndex = nl;
+    if (!ASCII_FIELD_LINES.test(head)) {
+      FIELD_LINES.lastIndex = nl;
+      if (!FIELD_LINES.test(head)) throw bad("a header field is malformed");
+      ascii = false;
+    }
+  }
+  const method = head.slice(0, line[0]);
+  if (method === "CONNECT") throw new HttpError(405, "the ingress does not tunnel CONNECT");
+  if (method === "TRACE") throw new HttpError(405, "the ingress does not answer TRACE");
+  const http10 = line[2] === 48;
+
+  let host: string | null = null;
+  let hosts = 0;
+  let length: string | null = null;
+  let lengths = 0;
+  let te: string | null = null;
+  let tes = 0;
+  let connection: string | null = null;
+  let upgrade: string | null = null;
+  let cookieRewrite = "";
+  let stripped = false;
+  const forwarding: ClientForwarding = { forwardedFor: null, forwardedProto: null, forwardedHost: null, realIp: null, forwarded: null };
+  // Ranges of kept lines; a dropped line ends the current range.
+  const keep: number[] = [];
+  let runStart = eol;
+  let at = nl;
+  while (at >= 0) {
+    const next = head.indexOf("\r\n", at + 2);
+    const end = next < 0 ? head.length : next;
+    const colon = head.indexOf(":", at + 2);
+    const candidates = BY_LENGTH[colon - at - 2];
+    let drop = false;
+    if (candidates !== undefined) {
+      for (const [name, kind] of candidates) {
+        if (!nameIs(head, at + 2, name)) continue;
+        if (kind === F.Drop) {
+          drop = true;
+          break;
+        }
+        // Framing values are trimmed of spaces only: a tab there is read as part of the value by
+        // some servers (nginx), so such a request is refused rather than framed.
+        const v = kind === F.ContentLength || kind === F.TransferEncoding ? spaces(head.slice(colon + 1, end)) : head.slice(colon + 1, end).trim();
+        switch (kind) {
+          case F.Host:
+            host = v;
+            hosts++;
+            break;
+          case F.ContentLength:
+            length = v;
+            lengths++;
+            drop = true;
+            break;
+          case F.TransferEncoding:
+            te = join(te, v);
+            tes++;
+            drop = true;
+            break;
+          case F.Connection:
+            connection = join(connection, v);
+            drop = true;
+            break;
+          case F.Upgrade:
+            upgrade = join(upgrade, v);
+            drop = true;
+            break;
+          case F.ForwardedFor:
+            forwarding.forwardedFor = join(forwarding.forwardedFor, v);
+            drop = true;
+            break;
+          case F.ForwardedProto:
+            forwarding.forwardedProto = join(forwarding.forwardedProto, v);
+            drop = true;
+            break;
+          case F.ForwardedHost:
+            forwarding.forwardedHost = join(forwarding.forwardedHost, v);
+            drop = true;
+            break;
+          case F.RealIp:
+            forwarding.realIp = forwarding.realIp ?? v;
+            drop = true;
+            break;
+          case F.Forwarded:
+            forwarding.forwarded = join(forwarding.forwarded, v);
+            drop = true;
+            break;
+          case F.Cookie: {
+            const kept = withoutSessionCookie(v);
+            if (kept !== v) {
+              drop = true;
+              stripped = true;
+              if (kept !== "") cookieRewrite += `\r\n${head.slice(at + 2, colon)}: ${kept}`;
+            }
+            break;
+          }
+          case F.Authorization:
+            if (carriesOpsCredential(v)) {
+              drop = true;
+              stripped = true;
+            }
+            break;
+        }
+        break;
+      }
+    }
+    if (drop) {
+      if (at > runStart) keep.push(runStart, at);
+      runStart = end;
+    }
+    at = next;
+  }
+  if (head.length > runStart) keep.push(runStart, head.length);
+
+  if (hosts > 1) throw bad("the request has more than one Host field");
+  if (host !== null && host !== "" && !HOST_VALUE.test(host)) throw bad("the Host field is malformed");
+
+  // The target: origin form, `*` for OPTIONS, or absolute form (its authority is the host).
+  let target = head.slice(line[0] + 1, line[1]);
+  let path = target;
+  if (target.charCodeAt(0) !== 47 /* / */) {
+    if (target === "*" && method === "OPTIONS") path = "/";
+    else {
+      const abs = /^https?:\/\/([^/?#@]+)([/?][^#]*)?$/i.exec(target);
+      if (!abs || !HOST_VALUE.test(abs[1])) throw bad("the request target is malformed");
+      host = abs[1];
+      path = abs[2] ?? "/";
+      if (path.charCodeAt(0) !== 47) path = `/${path}`;
+      target = path;
+    }
+  }
+  if (!host && !http10) throw bad("the request named no host");
+
+  // Framing, decided once (RFC 9112 §6.3).
+  let body = 0;
+  if (tes > 0) {
+    if (lengths > 0) throw bad("the request has both Transfer-Encoding and Content-Length");
+    if (http10) throw bad("an HTTP/1.0 request cannot use Transfer-Encoding");
+    if (tes > 1 || te!.toLowerCase() !== "chunked") throw bad("the only transfer coding accepted is chunked, once");
+    body = -1;
+  } else if (lengths > 1) throw bad("the request has more than one Content-Length");
+  else if (lengths === 1) body = contentLength(length!);
+
+  // Connection: its tokens name hop-by-hop fields; framing, Host and ops's own fields are not theirs to remove.
+  const conn = tokens(connection);
+  let close = http10 && !conn.includes("keep-alive");
+  let wantsUpgrade = false;
+  let extra: Set<string> | null = null;
+  for (const tok of conn) {
+    if (tok === "close") close = true;
+    else if (tok === "upgrade") wantsUpgrade = true;
+    else if (PROTECTED.has(tok)) throw bad(`the Connection field names ${tok}, which a proxy must not remove`);
+    else if (tok !== "keep-alive") (extra ??= new Set()).add(tok);
+  }
+  const websocket = !http10 && wantsUpgrade && tokens(upgrade).includes("websocket");
+  if (extra !== null) dropNamed(head, keep, extra);
+  return { method, target, path, http10, host, body, hasLength: lengths === 1, close, websocket, ascii, head, keep, rewritten: cookieRewrite, strippedCredential: stripped, forwarding };
+}
+
+/** Remove from `keep` the field lines whose (lower case) name `names` holds. */
+function dropNamed(head: string, keep: number[], names: ReadonlySet<string>): void {
+  const out: number[] = [];
+  for (let k = 0; k < keep.length; k += 2) {
+    let runStart = keep[k];
+    const stop = keep[k + 1];
+    let at = runStart;
+    while (at < stop) {
+      let next = head.indexOf("\r\n", at + 2);
+      if (next < 0 || next > stop) next = stop;
+      const name = head.slice(at + 2, head.indexOf(":", at + 2)).toLowerCase();
+      if (names.has(name)) {
+        if (at > runStart) out.push(runStart, at);
+        runStart = next;
+      }
+      at = next;
+    }
+    if (stop > runStart) out.push(runStart, stop);
+  }
+  keep.length = 0;
+  keep.push(...out);
+}

@@ -1,0 +1,86 @@
+/**
+ * The heads the ingress writes, from what the parsers returned: the upstream request (request
+ * line, the client's fields less hop-by-hop, forwarding and credential fields, then framing ops
+ * computed and the forwarding fields ops sets) and the client's response (status line, the
+ * replica's fields less hop-by-hop and framing ones, then framing ops computed and its own
+ * `Connection`). Field lines pass as the parser validated them; nothing else of a head is copied.
+ */
+import type { RequestHead } from "./request-parser";
+import { Body, type ResponseHead } from "./response-parser";
+
+/** Append the kept ranges of `head` to `out`. */
+function kept(head: string, keep: readonly number[], out: string): string {
+  for (let k = 0; k < keep.length; k += 2) out += head.slice(keep[k], keep[k + 1]);
+  return out;
+}
+
+/**
+ * The request head sent upstream (blank line included): always HTTP/1.1, the origin-form
+ * target, `forwarded` = the forwarding field lines (forwarded.ts).
+ */
+export function requestHeadOut(req: RequestHead, forwarded: string): string {
+  let out = kept(req.head, req.keep, `${req.method} ${req.target} HTTP/1.1`) + req.rewritten;
+  if (req.body === -1) out += "\r\ntransfer-encoding: chunked";
+  else if (req.hasLength) out += `\r\ncontent-length: ${req.body}`;
+  if (req.websocket) out += "\r\nupgrade: websocket\r\nconnection: upgrade";
+  return `${out}${forwarded}\r\n\r\n`;
+}
+
+/** How the response body is written to the client. */
+export const enum Out {
+  /** No body. */
+  None,
+  /** The bytes as they come, up to the length (or the close). */
+  Raw,
+  /** Decoded and chunked anew. */
+  Rechunk,
+  /** Decoded; the body ends with the connection (an HTTP/1.0 client). */
+  Dechunk,
+}
+
+export interface ResponseOut {
+  head: string;
+  mode: Out;
+  /** The client's connection closes after this response. */
+  close: boolean;
+}
+
+/**
+ * The response head for the client (blank line included). `close`: the client's connection
+ * closes after this response whatever the replica said; an HTTP/1.0 client that asked for
+ * keep-alive is told it is kept.
+ */
+export function responseHeadOut(res: ResponseHead, clientHttp10: boolean, close: boolean, method: string): ResponseOut | null {
+  const eol = res.head.indexOf("\r\n");
+  let out = kept(res.head, res.keep, `HTTP/1.1${eol < 0 ? res.head.slice(8) : res.head.slice(8, eol)}`);
+  let mode = Out.None;
+  if (res.status === 101) return { head: `${out}\r\nconnection: upgrade\r\n\r\n`, mode: Out.Raw, close: false };
+  switch (res.body) {
+    case Body.None:
+      if ((method === "HEAD" || res.status === 304) && res.length >= 0) out += `\r\ncontent-length: ${res.length}`;
+      break;
+    case Body.Length:
+      out += `\r\ncontent-length: ${res.length}`;
+      mode = res.length > 0 ? Out.Raw : Out.None;
+      break;
+    case Body.Chunked:
+      if (clientHttp10) {
+        // A transfer coding an HTTP/1.0 client cannot be told about: not relayable.
+        if (res.codings !== "") return null;
+        mode = Out.Dechunk;
+        close = true;
+      } else {
+        out += `\r\ntransfer-encoding: ${res.codings}chunked`;
+        mode = Out.Rechunk;
+      }
+      break;
+    case Body.UntilClose:
+      mode = Out.Raw;
+      close = true;
+      break;
+  }
+  if (res.status < 200) return { head: `${out}\r\n\r\n`, mode: Out.None, close: false };
+  if (close) out += "\r\nconnection: close";
+  else if (clientHttp10) out += "\r\nconnection: keep-alive";
+  return { head: `${out}\r\n\r\n`, mode, close };
+}

@@ -1,0 +1,167 @@
+/**
+ * The state the ingress's parts share: a client connection, an exchange (one request and its
+ * response), a connection to a replica and the per-replica pool, and the context holding them.
+ * listener.ts owns clients, pool.ts replica connections, exchange.ts what flows between them.
+ */
+import type { Socket } from "bun";
+import type { Logger } from "../../core/log";
+import type { ChunkedDecoder } from "./chunked";
+import type { RequestHead } from "./request-parser";
+import type { ResponseHead } from "./response-parser";
+import type { Out } from "./serializer";
+import type { CompiledTable, Target, TargetUpstream } from "./table";
+import type { TrustedProxies } from "./forwarded";
+import type { FrameTracker } from "./ws-frames";
+
+/** What a client connection is waiting for, and so which deadline holds. */
+export const enum Wait {
+  /** Nothing from the client is due (its request is with the replica, or a tunnel). */
+  None,
+  /** Between requests on a kept-alive connection: the idle timeout. */
+  Idle,
+  /** A request head: the head deadline, set when it started, never extended. */
+  Head,
+  /** The rest of a request body: the body timeout, renewed by every byte. */
+  Body,
+}
+
+export interface Client {
+  socket: Socket<Client>;
+  ip: string;
+  /** The peer is in OPS_TRUSTED_PROXIES. */
+  trusted: boolean;
+  /** Bytes received and not consumed yet: a head being read, body bytes waiting for their replica, requests queued behind the current one. */
+  buf: Buffer | null;
+  /** `buf` is the data callback's own buffer (copied before the callback returns if anything is left). */
+  borrowed: boolean;
+  ex: Exchange | null;
+  tunnel: Conn | null;
+  /** Bytes the socket did not take yet (the replica is paused meanwhile). */
+  out: Buffer | null;
+  /** Close once the current response is out. */
+  closeAfter: boolean;
+  /** The client half-closed: the requests it sent whole are answered, then the connection closes. */
+  peerEnded: boolean;
+  ended: boolean;
+  closed: boolean;
+  paused: boolean;
+  /** The forwarding fields of the last request and the Host they were made for (a connection mostly repeats it). */
+  fields: string | null;
+  fieldsHost: string | null;
+  wait: Wait;
+  /** When the current wait ends (ms since the epoch). */
+  deadline: number;
+}
+
+export interface Exchange {
+  client: Client;
+  req: RequestHead;
+  /** The head written upstream: a string when ASCII (written as is, the cheapest), else its bytes. */
+  forward: string | Buffer;
+  target: Target;
+  /** Replicas to try, in order, and the next one's index. */
+  ups: readonly TargetUpstream[];
+  next: number;
+  key: string;
+  /** The replica whose in-flight count holds this request (null: none does). */
+  counted: Replica | null;
+  up: Conn | null;
+  /** Request body bytes still to relay (length framing). */
+  reqLeft: number;
+  reqChunks: ChunkedDecoder | null;
+  reqDone: boolean;
+  res: ResponseHead | null;
+  resOut: Out;
+  resLeft: number;
+  resChunks: ChunkedDecoder | null;
+  /** Response bytes received from the replica. */
+  received: number;
+  /** Response bytes written to the client (after which no other answer can be given). */
+  answered: boolean;
+  reused: boolean;
+  replayed: boolean;
+  finished: boolean;
+  reason: string;
+}
+
+/**
+ * What the ingress keeps per replica (`host:port`): its idle connections, how many are open, the
+ * requests in flight and the tunnels. Forgotten once all four are nothing (replicas come and go);
+ * a compiled table's upstream keeps a reference to it, checked with `gone`.
+ */
+export interface Replica {
+  key: string;
+  idle: Conn[];
+  open: number;
+  inflight: number;
+  websockets: number;
+  gone: boolean;
+}
+
+export interface Conn {
+  socket: Socket<Conn>;
+  key: string;
+  replica: Replica;
+  ex: Exchange | null;
+  tunnel: Client | null;
+  /** A response head split across reads. */
+  buf: Buffer | null;
+  out: Buffer | null;
+  /** Only a complete exchange with nothing left over keeps this true. */
+  reusable: boolean;
+  closed: boolean;
+  paused: boolean;
+  err: string;
+  /** In a tunnel: the WebSocket frames going to the client. */
+  frames: FrameTracker | null;
+}
+
+/** Counters of what the ingress did and refused, for `Ingress.metrics()`. */
+export interface IngressMetrics {
+  /** Client connections open now, and accepted since start. */
+  connections: number;
+  accepted: number;
+  /** Connections refused at accept: over OPS_INGRESS_MAX_CONN_PER_IP, over the total cap. */
+  refusedPerAddress: number;
+  refusedTotal: number;
+  /** Requests forwarded to a replica. */
+  requests: number;
+  /** Requests refused as malformed or ambiguous (4xx page, connection closed). */
+  badRequests: number;
+  /** Heads not whole within OPS_INGRESS_HEADER_TIMEOUT (408). */
+  headTimeouts: number;
+  /** Kept-alive or fresh connections closed after the idle timeout with nothing sent. */
+  idleTimeouts: number;
+  /** Request bodies that stalled past the body timeout. */
+  bodyTimeouts: number;
+  /** Requests from which an ops session cookie or ops credential was removed. */
+  credentialsStripped: number;
+  /** Replica answers that could not be relayed or replicas that failed a request. */
+  upstreamFailures: number;
+}
+
+export interface Settings {
+  downMs: number;
+  headerTimeoutMs: number;
+  idleTimeoutMs: number;
+  bodyTimeoutMs: number;
+  maxConnPerIp: number;
+  maxConnections: number;
+  trusted: TrustedProxies;
+  /** The scheme clients used (`http` on this listener). */
+  proto: string;
+}
+
+export interface Ctx {
+  log: Logger | undefined;
+  settings: Settings;
+  table: CompiledTable;
+  replicas: Map<string, Replica>;
+  downUntil: Map<string, number>;
+  clients: Set<Client>;
+  perAddress: Map<string, number>;
+  /** Exchanges not settled yet (shutdown waits for them). */
+  exchanges: Set<Exchange>;
+  metrics: IngressMetrics;
+  stopping: boolean;
+}
