@@ -3,7 +3,7 @@
  * memory per Core. A session belongs to the credential that opened it (a token, or a session
  * bearer): a request carrying another credential, even the same person's, does not find it, so a
  * leaked session id alone is worth nothing. Every request authenticates again, so a revoked token
- * is refused at once and its sessions closed.
+ * is refused at once (its sessions then only wait to idle out).
  *
  * Bounded: at most 8 sessions per credential and 512 in all (the least recently used one is closed
  * to make room), an hour without a request closes one, and a session follows at most 32
