@@ -6,6 +6,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Me, type Session, type Token } from "../api";
 import { Alert, QrCode, when } from "../ui";
+import { McpCard } from "./account-mcp";
 
 function message(e: unknown): string {
   return e instanceof ApiError ? e.message : "That did not work.";
@@ -363,6 +364,7 @@ export function AccountPage(props: { me: Me; onChange: () => void }) {
       </section>
       <Mfa me={me} onChange={props.onChange} />
       <Sessions />
+      <McpCard />
       <Tokens me={me} />
     </>
   );
