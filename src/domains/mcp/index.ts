@@ -18,7 +18,7 @@ export const mcpModule: DomainModule = {
   errorStyles: () => [mcpErrorStyle()],
   onHttpApp(core, app) {
     rememberRoutes(core, app);
-    // Compile now: a tool naming a route or field that does not exist stops start-up, not a call.
+    // Compile now: a tool naming a field its route does not have stops start-up, not a call.
     toolsOf(core);
   },
 };

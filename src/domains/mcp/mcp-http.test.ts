@@ -11,7 +11,7 @@ import { makePerson, makeProject, makeRole, mintToken, type Person } from "../..
 import { databaseText } from "../../../test/resources-helpers";
 import { call, callEveryTool, connectHttp, mcpWorld, ok, type McpWorld, type ToolResult } from "../../../test/mcp-fixtures";
 import { environmentPolicies } from "../access/tables";
-import { toolsOf } from "./tools";
+import { TOOL_SPECS, toolsOf } from "./tools";
 
 const NAMED = [
   "whoami", "list_projects", "list_services", "service_status", "list_builds", "get_build", "get_build_log", "start_build", "cancel_build", "deploy", "rollback", "timeline",
@@ -55,7 +55,8 @@ describe("tools/list", () => {
     expect(deploy.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: false });
   });
 
-  test("each tool declares its route's permission key (the route's own x-permission)", () => {
+  test("each tool declares its route's permission key (the route's own x-permission), and the full app has every tool", () => {
+    expect([...toolsOf(t.core).keys()].sort()).toEqual(TOOL_SPECS.map((s) => s.name).sort());
     for (const tool of toolsOf(t.core).values()) {
       const route = t.app.routes.find((r) => `${r.method} ${r.path}` === tool.spec.route)!;
       const declared = (route.hooks as { detail?: Record<string, unknown> }).detail?.["x-permission"];

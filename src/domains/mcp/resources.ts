@@ -72,8 +72,15 @@ interface Line {
 
 export class UnknownResource extends Error {}
 
+/** The tool a resource reads through; absent when the Core was composed without its domain. */
+function toolFor(core: Core, name: string) {
+  const tool = toolsOf(core).get(name);
+  if (!tool) throw new UnknownResource(`This server has no ${name} tool, so it serves no such resource.`);
+  return tool;
+}
+
 async function readBuildLog(core: Core, caller: Caller, project: string, id: number): Promise<{ text: string; mark: string }> {
-  const tool = toolsOf(core).get("get_build_log")!;
+  const tool = toolFor(core, "get_build_log");
   const out: string[] = [];
   let after = 0;
   let live = false;
@@ -93,7 +100,7 @@ async function readBuildLog(core: Core, caller: Caller, project: string, id: num
 }
 
 async function readServiceLogs(core: Core, caller: Caller, project: string, environment: string, service: string): Promise<{ text: string; mark: string }> {
-  const tool = toolsOf(core).get("search_logs")!;
+  const tool = toolFor(core, "search_logs");
   const lines = (await invoke(core, tool, { project, environment, service, limit: SERVICE_LINES }, caller)).result as Line[];
   const text = [...lines].reverse().map((l) => `${l.timestamp} ${l.level} ${l.host} ${l.message}`).join("\n");
   const newest = lines[0];

@@ -83,6 +83,11 @@ export function rememberRoutes(core: Core, app: AnyElysia): void {
   core.locals.set(KEY, { routes, models } satisfies RouteTable);
 }
 
+/** True when the composed app has `route` (a Core built without a domain has none of its routes). */
+export function hasRoute(core: Core, route: string): boolean {
+  return tableOf(core).routes.has(route);
+}
+
 function tableOf(core: Core): RouteTable {
   const table = core.locals.get(KEY) as RouteTable | undefined;
   if (!table) throw new Error("the MCP tools need the HTTP app's routes: createHttpApp has not run for this core");

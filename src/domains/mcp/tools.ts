@@ -1,9 +1,12 @@
 /**
  * The tool set: every tool of every group, compiled once per Core against the composed app's
- * routes (their argument schemas come from there).
+ * routes (their argument schemas come from there). A tool whose route the app does not have (a
+ * Core composed without that domain, as some suites do) is left out; a tool naming a field its
+ * route lacks still fails at once, and a test holds the full app to every tool.
  */
 import type { Core } from "../../core/core";
 import { compileTool, type CompiledTool, type ToolSpec } from "./tool-kit";
+import { hasRoute } from "./route-schemas";
 import { PROJECT_TOOLS } from "./tools-project";
 import { RESOURCE_TOOLS } from "./tools-resources";
 import { DELIVERY_TOOLS } from "./tools-delivery";
@@ -17,7 +20,7 @@ const KEY = "mcp.tools";
 export function toolsOf(core: Core): ReadonlyMap<string, CompiledTool> {
   let tools = core.locals.get(KEY) as Map<string, CompiledTool> | undefined;
   if (!tools) {
-    tools = new Map(TOOL_SPECS.map((s) => [s.name, compileTool(core, s)]));
+    tools = new Map(TOOL_SPECS.filter((s) => hasRoute(core, s.route)).map((s) => [s.name, compileTool(core, s)]));
     core.locals.set(KEY, tools);
   }
   return tools;
