@@ -53,6 +53,9 @@ describe("tools/list", () => {
     expect(deploy.inputSchema.required).toEqual(["project", "service"]);
     expect(Object.keys(deploy.inputSchema.properties ?? {}).sort()).toEqual(["build_id", "digest", "environment", "project", "service"]);
     expect(deploy.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: false });
+    // Integer path and query fields (URL text on the API) are offered as integers.
+    const log = tools.find((x) => x.name === "get_build_log")!.inputSchema.properties as Record<string, { type?: string }>;
+    expect([log.build_id.type, log.after.type, log.limit.type]).toEqual(["integer", "integer", "integer"]);
   });
 
   test("each tool declares its route's permission key (the route's own x-permission), and the full app has every tool", () => {

@@ -9,7 +9,7 @@
  * schema changes its tool with it, and a tool naming a route that does not exist fails at start.
  */
 import type { AnyElysia } from "elysia";
-import { Type, OptionalKind, Kind, type TObject, type TSchema } from "@sinclair/typebox";
+import { Type, OptionalKind, Kind, TransformKind, type TObject, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { Core } from "../../core/core";
 import { OpsError } from "../../core/errors";
@@ -33,6 +33,8 @@ interface ArgField {
   origin: Origin;
   /** The route's own name for it. */
   field: string;
+  /** The route reads it as URL text and decodes it (an integer id or limit): a JSON number is passed as its digits. */
+  text: boolean;
 }
 
 /** What a request to the route looks like, from one tool call's arguments. */
@@ -121,6 +123,22 @@ function resolveObject(models: Record<string, TSchema>, schema: unknown, where: 
   return { object: s as TObject, optional };
 }
 
+/** A path or query field the route takes as text and decodes to a number (`IntParam`, `IdParam`). */
+function numberAsText(schema: unknown): boolean {
+  const transform = (schema as any)?.[TransformKind];
+  if (kindOf(schema) !== "String" || typeof transform?.Decode !== "function") return false;
+  try {
+    return typeof transform.Decode("1") === "number";
+  } catch {
+    return false;
+  }
+}
+
+/** How `tools/list` shows a number-as-text field: an integer (the route still checks the digits and bounds). */
+function integerListing(schema: TSchema): TSchema {
+  return Type.Unsafe({ type: "integer", ...(schema.description ? { description: schema.description } : {}) }) as TSchema;
+}
+
 function withDescription(schema: TSchema, description: string | undefined): TSchema {
   return description && !schema.description ? ({ ...schema, description } as TSchema) : schema;
 }
@@ -174,6 +192,8 @@ export function argsOf(core: Core, route: string, opts: ArgOptions = {}): ToolAr
   const omit = new Set(opts.omit ?? []);
   const describe = opts.describe ?? {};
   const props: Record<string, TSchema> = {};
+  /** What clients are shown: the same, but number-as-text fields as integers. */
+  const listed: Record<string, TSchema> = {};
   const fields = new Map<string, ArgField>();
   const seen = new Set<string>();
   const known = new Set<string>();
@@ -188,8 +208,10 @@ export function argsOf(core: Core, route: string, opts: ArgOptions = {}): ToolAr
       if (props[name]) throw new Error(`${route}: two fields become the argument "${name}"`);
       let s = origin === "params" ? required(schema) : schema;
       if (optional && !isOptional(s)) s = Type.Optional(s);
+      const text = origin !== "body" && numberAsText(s);
       props[name] = withDescription(s, describe[name]);
-      fields.set(name, { origin, field });
+      listed[name] = withDescription(text ? (isOptional(s) ? Type.Optional(integerListing(s)) : integerListing(s)) : s, describe[name]);
+      fields.set(name, { origin, field, text });
       seen.add(field);
     }
   };
@@ -204,7 +226,13 @@ export function argsOf(core: Core, route: string, opts: ArgOptions = {}): ToolAr
   for (const f of [...Object.keys(fixed), ...omit]) if (!known.has(f)) throw new Error(`${route}: no field "${f}" to fix or omit`);
 
   const schema = Type.Object(props, { additionalProperties: false });
-  const json = plainSchema(schema, models);
+  const json = plainSchema(Type.Object(listed, { additionalProperties: false }), models);
+  /** The arguments as the route would see them: number-as-text fields sent as numbers become their digits. */
+  const asRouteSees = (args: Record<string, unknown>) => {
+    const out = { ...args };
+    for (const [name, f] of fields) if (f.text && typeof out[name] === "number") out[name] = String(out[name]);
+    return out;
+  };
 
   return {
     method: entry.method,
@@ -222,7 +250,8 @@ export function argsOf(core: Core, route: string, opts: ArgOptions = {}): ToolAr
       }
       return { rawParams, rawQuery };
     },
-    decode(args) {
+    decode(given) {
+      const args = asRouteSees(given);
       if (!Value.Check(schema, args)) {
         const problems = [...Value.Errors(schema, args)].slice(0, 8).map((e) => ({ path: e.path.replace(/^\//, "").replace(/\//g, ".") || "(arguments)", message: e.message }));
         const first = problems[0];
