@@ -383,6 +383,7 @@ describe("differential: ops's ingress against nginx, same backend", () => {
       const ops = viaOps.seen.map((s) => comparable(s, named));
       const ngx = viaNginx.seen.map((s) => comparable(s, named));
       const refused = /^HTTP\/1\.1 (4\d\d|5\d\d) [^\r]*\r\n[\s\S]*ops ingress/m.test(viaOps.answer);
+      if (process.env.OPS_TEST_DIFFERENTIAL_REPORT) console.log(`${name}: ops ${ops.length}${refused ? " (refused)" : ""}, nginx ${ngx.length}`);
       if (ops.length < ngx.length || JSON.stringify(ops) !== JSON.stringify(ngx)) {
         // Fewer requests than nginx forwarded is allowed only as a refusal, and what went through must match.
         expect({ name, refused, ops }).toEqual({ name, refused: true, ops: ngx.slice(0, ops.length) });

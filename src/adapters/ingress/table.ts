@@ -115,7 +115,7 @@ function prefixMatches(prefix: string, path: string): boolean {
   return Number.isNaN(rest) || rest === 47 /* / */ || rest === 63 /* ? */;
 }
 
-/** The project a `.localhost` host belongs to (`<…>.<project>.localhost`), or null for any other host. */
+/** The project a `.localhost` host or wildcard belongs to (`<…>.<project>.localhost`), "" for `localhost` itself, null outside `.localhost`. */
 export function localhostOwner(host: string): string | null {
   const h = host.startsWith("*.") ? host.slice(2) : host;
   if (!h.endsWith(".localhost")) return h === "localhost" ? "" : null;

@@ -12,6 +12,7 @@ import { domainHosts, jobRuns, jobSchedules, resources } from "./tables";
 import { extendKind, type WriteContext } from "./kinds";
 import { findResource, listOfType, specOf, type ResourceRow } from "./rows";
 import type { DomainSpec, JobSpec, ServiceSpec } from "./specs";
+import { assertHostsClaimable } from "./domain-hosts";
 
 function field(path: string, message: string): OpsError {
   return new OpsError("validation_failed", `${path}: ${message}`, { fields: [{ path, message }] });
@@ -107,11 +108,12 @@ export function installBuiltinKinds(core: Core): void {
   });
 
   extendKind(core, "domain", {
-    validate(_core, q, ctx) {
+    validate(core, q, ctx) {
       const spec = ctx.spec as DomainSpec;
       if (!findResource(q, { project: ctx.project, environment: ctx.environment }, "service", spec.service)) {
         throw field("spec.service", `no service "${spec.service}" in ${ctx.environment}`);
       }
+      assertHostsClaimable(core, q, ctx.project, spec.hosts);
       const own = ctx.prev?.id ?? "";
       const taken = q
         .select({ host: domainHosts.host, resourceId: domainHosts.resourceId })

@@ -91,7 +91,8 @@ export const JobSpec = Type.Object(
 );
 export type JobSpec = Static<typeof JobSpec>;
 
-export const HOST_PATTERN = "^(\\*\\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,63}$|^localhost$";
+/** A host name (lower case) or `*.` wildcard with at least two labels; never an IP address or `localhost` (domain-hosts.ts has the rest). */
+export const HOST_PATTERN = "^(\\*\\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,63}$";
 export const DomainSpec = Type.Object(
   {
     hosts: Type.Array(Type.String({ pattern: HOST_PATTERN, maxLength: 253 }), { minItems: 1, maxItems: 100, uniqueItems: true, description: "Host names (lower case; `*.` wildcard allowed)" }),
