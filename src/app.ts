@@ -21,7 +21,7 @@ import { EventBus } from "./core/events";
 import { NO_GRANTS } from "./core/authz/effective";
 import { authzPlugin, requestMeta, pathOf } from "./core/authz/plugin";
 import { normaliseError, toErrorBody, OpsError } from "./core/errors";
-import { bodyTooLarge, readBodyWithLimit } from "./core/body";
+import { bodyTooLarge, readBodyWithLimit, rememberJsonBody } from "./core/body";
 import { uuidv7 } from "./core/ids";
 import { securityHeaders } from "./core/security-headers";
 import { VERSION } from "./version";
@@ -163,7 +163,9 @@ export function createHttpApp(core: Core) {
       const pathname = pathOf(request.url);
       if (rawPrefixes.some((p) => pathname.startsWith(p))) return;
       const limit = limitFor(limits, pathname, core.config.maxBodyBytes);
-      return readJsonWithLimit(request, limit);
+      const value = await readJsonWithLimit(request, limit);
+      rememberJsonBody(request, value);
+      return value;
     })
     .onError({ as: "global" }, ({ code, error, request, set }) => {
       const n = normaliseError(error, code);

@@ -40,3 +40,19 @@ export async function readBodyWithLimit(request: Request, limit: number): Promis
   return out;
 }
 
+
+const parsedJson = new WeakMap<Request, unknown>();
+
+/** Remember the JSON value the kernel's parser read from `request` (see `jsonBodyOf`). */
+export function rememberJsonBody(request: Request, value: unknown): void {
+  parsedJson.set(request, value);
+}
+
+/**
+ * The JSON value the request's body held, exactly as sent. An optional body schema lets Elysia
+ * hand a handler `undefined` for a body that is not an object (`"x"`, `123`), so a route whose
+ * body is optional asks here to tell "no body" from "a body nobody meant".
+ */
+export function jsonBodyOf(request: Request): unknown {
+  return parsedJson.get(request);
+}

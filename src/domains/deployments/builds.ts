@@ -159,6 +159,19 @@ function buildText(b: BuildResponse): string {
   return BUILD_TEXT[b.status] ?? b.status;
 }
 
+/** The failure kinds a timeline row may show (spec TimelineRow), a subset of a build's. */
+const TIMELINE_FAILURE_KINDS = new Set(["checks", "build", "scan", "push", "sign", "deploy", "health", "internal"]);
+
+/**
+ * A build's failure kind as a timeline row shows it: `memory` (the build ran out of memory) and
+ * `publish` (a package did not publish) are failures of the build step, so they read `build`;
+ * the row's `state_text` keeps the build's own kind and error.
+ */
+export function timelineFailureKind(kind: string | null | undefined): string | null {
+  if (!kind) return null;
+  return TIMELINE_FAILURE_KINDS.has(kind) ? kind : kind === "memory" || kind === "publish" ? "build" : "internal";
+}
+
 function summaryOf(b: BuildResponse): BuildSummary {
   return { branch: b.branch ?? null, cache_hit: b.cache_hit ?? null, error: b.error ?? null, finished_at: b.finished_at ?? null, id: b.id, image_digest: b.image_digest ?? null, kind: b.kind, queued_at: b.queued_at, requested_by: b.requested_by, status: b.status, trigger: b.trigger };
 }
@@ -170,7 +183,7 @@ export function timelineBuilds(core: Core, project: ProjectRef, environment: str
     return {
       summary: summaryOf(b),
       queuedAt: Date.parse(b.queued_at),
-      row: { at: b.queued_at, author: b.author, build: summaryOf(b), commit: b.commit_sha, deployment: null, failure_kind: b.failure_kind ?? null, message: b.message, service: b.service, state, state_text: buildText(b) },
+      row: { at: b.queued_at, author: b.author, build: summaryOf(b), commit: b.commit_sha, deployment: null, failure_kind: timelineFailureKind(b.failure_kind), message: b.message, service: b.service, state, state_text: buildText(b) },
     };
   });
 }

@@ -6,7 +6,9 @@ import { Elysia, t } from "elysia";
 import type { Core, ProjectRef } from "../../core/core";
 import { authzPlugin } from "../../core/authz/plugin";
 import { errors, IntParam } from "../../core/http-schemas";
-import { deploymentsModels, TimelineQuery } from "./model";
+import { deploymentsModels, TimelineQuery, type RollbackRequest } from "./model";
+import { invalid } from "../../core/errors";
+import { jsonBodyOf } from "../../core/body";
 import { deployService, rollbackService } from "./deploy";
 import { listTimeline } from "./timeline";
 
@@ -16,6 +18,18 @@ const DeployQuery = t.Object({
   service: t.Optional(t.String({ description: "Accepted and ignored (the path names the service)" })),
   limit: t.Optional(IntParam({ description: "Accepted and ignored" })),
 });
+
+/**
+ * The rollback body as sent: absent or null (roll back to the default digest), or an object (its
+ * fields already checked by the schema). An optional body schema hands the handler nothing for
+ * JSON that is not an object (`"x"`, `123`, `[]`), and a rollback must not run on a body nobody
+ * meant.
+ */
+function rollbackBody(body: unknown): RollbackRequest | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (typeof body !== "object" || Array.isArray(body)) throw invalid("(body)", 'must be a JSON object such as {"digest": "sha256:…"}, or no body at all');
+  return body as RollbackRequest;
+}
 
 export function deploymentsRoutes(core: Core) {
   return new Elysia({ prefix: "/api/v1", tags: ["deployments"] })
@@ -50,8 +64,8 @@ export function deploymentsRoutes(core: Core) {
     )
     .post(
       "/projects/:slug/resources/service/:name/rollback",
-      async ({ auth, params, query, body, set }) => {
-        const out = await rollbackService(core, auth.project as ProjectRef, query.environment, params.name, body ?? undefined, auth);
+      async ({ auth, params, query, request, set }) => {
+        const out = await rollbackService(core, auth.project as ProjectRef, query.environment, params.name, rollbackBody(jsonBodyOf(request)), auth);
         set.status = 201;
         return out;
       },

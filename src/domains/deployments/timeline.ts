@@ -9,7 +9,7 @@ import type { Core, ProjectRef } from "../../core/core";
 import { iso } from "../../core/clock";
 import { deployments, type DeploymentRow } from "./tables";
 import { assertEnvironment, shortDigest, timelineState, toDeploymentSummary } from "./rows";
-import { timelineBuilds, type TimelineBuild } from "./builds";
+import { timelineBuilds, timelineFailureKind, type TimelineBuild } from "./builds";
 import type { TimelineRow } from "./model";
 
 const ROLLOUT_TEXT: Record<string, string> = {
@@ -43,7 +43,7 @@ function deploymentRow(r: DeploymentRow, build: TimelineBuild | null): TimelineR
     build: build?.summary ?? null,
     commit: r.commitSha ?? r.imageDigest,
     deployment: toDeploymentSummary(r),
-    failure_kind: r.failureKind,
+    failure_kind: timelineFailureKind(r.failureKind),
     message: r.message,
     service: r.service,
     state: timelineState(r.rollout),
@@ -62,12 +62,12 @@ export function listTimeline(core: Core, project: ProjectRef, environment: strin
   const folded = new Set<number>();
   const out: Array<{ at: number; id: number; row: TimelineRow }> = [];
   for (const r of rows) {
-    // A build's own rollout is folded into its row (at the build's time); a later deploy of the
-    // same build by hand is a row of its own that names the build.
+    // A build's own rollout is folded into its row; a later deploy of the same build by hand is a
+    // row of its own that names the build. Either way the row stands where its `at` (the
+    // rollout's time) puts it, so the timeline reads newest first by `at`.
     const build = r.buildId !== null ? (byBuild.get(r.buildId) ?? null) : null;
-    const own = build !== null && r.trigger === "build";
-    if (own) folded.add(build.summary.id);
-    out.push({ at: own ? build.queuedAt : r.createdAt, id: r.id, row: deploymentRow(r, build) });
+    if (build !== null && r.trigger === "build") folded.add(build.summary.id);
+    out.push({ at: r.createdAt, id: r.id, row: deploymentRow(r, build) });
   }
   for (const b of builds) if (!folded.has(b.summary.id)) out.push({ at: b.queuedAt, id: 0, row: b.row });
   out.sort((a, b) => b.at - a.at || b.id - a.id);
