@@ -156,7 +156,10 @@ export async function createBuild(core: Core, project: ProjectRef, environment: 
   if (source.installationId === 0 || (await host.installationFor(owner, project.slug)) === null) {
     throw new OpsError("conflict", `The code host App is not installed on ${owner}: ${source.repo} cannot be read.`);
   }
-  const branch = body.ref ?? spec.branch ?? source.defaultBranch;
+  // The spec's order: the request's ref, the service's branch, the environment's branch (a branch
+  // named like the environment, e.g. `staging`, when the repository has one), the default branch.
+  const environmentBranch = (await host.resolveRef({ repo: source.repo, installationId: source.installationId }, `refs/heads/${environment}`)) ? environment : null;
+  const branch = body.ref ?? spec.branch ?? environmentBranch ?? source.defaultBranch;
   const sha = await host.resolveRef({ repo: source.repo, installationId: source.installationId }, `refs/heads/${branch}`);
   if (!sha) throw new OpsError("not_found", `No branch "${branch}" in ${source.repo}.`);
   const commit = await commitOf(core, source, sha);
@@ -167,8 +170,10 @@ export async function createBuild(core: Core, project: ProjectRef, environment: 
     return r;
   });
   appendLines(core, row.id, "queue", [["info", `queued by ${row.requestedBy} (${branch} at ${sha.slice(0, 12)})`]]);
+  // The answer is the build as created (`queued`), whether or not a builder takes it at once.
+  const created = toBuildResponse(buildById(core.db, row.id)!);
   await queued(core, [row.id]);
-  return toBuildResponse(buildById(core.db, row.id)!);
+  return created;
 }
 
 /**
@@ -199,8 +204,9 @@ export async function retryBuild(core: Core, project: ProjectRef, id: number, au
     return r;
   });
   appendLines(core, row.id, "queue", [["info", `retry of build ${old.id}, queued by ${row.requestedBy}`]]);
+  const created = toBuildResponse(buildById(core.db, row.id)!);
   await queued(core, [row.id]);
-  return toBuildResponse(buildById(core.db, row.id)!);
+  return created;
 }
 
 /**
