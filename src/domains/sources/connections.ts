@@ -114,9 +114,8 @@ export async function listHostRepos(core: Core, auth: AuthContext): Promise<Repo
   return out;
 }
 
-/** Every source of the project, by repository. */
+/** Every source of the project, by repository: ops's own rows, readable with no code host configured. */
 export function listSources(core: Core, project: ProjectRef): SourceResponse[] {
-  requireHost(core);
   return core.db
     .select()
     .from(sources)
@@ -160,9 +159,8 @@ export async function connectSource(core: Core, project: ProjectRef, body: { rep
   return toSourceResponse(core, row);
 }
 
-/** Disconnect (204). 409 while a service builds from the repository; saves and scans keep their history. */
+/** Disconnect (204), with or without a code host configured (only ops's rows change). 409 while a service builds from the repository; saves and scans keep their history. */
 export function disconnectSource(core: Core, project: ProjectRef, id: string, auth: AuthContext): void {
-  requireHost(core);
   const row = getSourceRow(core, project, id);
   const actor = actorOf(auth.principal, auth.meta);
   tx(core.db, (t) => {

@@ -41,7 +41,7 @@ export function sourcesRoutes(core: Core) {
       permission: read,
       params: Slug,
       detail: { summary: "The project's connected repositories" },
-      response: { 200: t.Array(t.Ref("SourceResponse")), ...errors(401, 403, 404, 503) },
+      response: { 200: t.Array(t.Ref("SourceResponse")), ...errors(401, 403, 404) },
     })
     .post(
       "/projects/:slug/sources",
@@ -62,7 +62,7 @@ export function sourcesRoutes(core: Core) {
       permission: read,
       params: NumericId,
       detail: { summary: "A studio save (poll it after POST …/saves)" },
-      response: { 200: "SaveResponse", ...errors(401, 403, 404, 422, 503) },
+      response: { 200: "SaveResponse", ...errors(401, 403, 404) },
     })
     .post("/projects/:slug/sources/saves/:id/merge", ({ auth, params }) => mergeSave(core, project(auth), params.id, auth), {
       permission: save,
@@ -89,7 +89,7 @@ export function sourcesRoutes(core: Core) {
       permission: read,
       params: NumericId,
       detail: { summary: "A scan, with what it reconciled" },
-      response: { 200: "ScanResponse", ...errors(401, 403, 404, 422, 503) },
+      response: { 200: "ScanResponse", ...errors(401, 403, 404) },
     })
     .delete(
       "/projects/:slug/sources/:id",
@@ -101,7 +101,7 @@ export function sourcesRoutes(core: Core) {
         permission: write,
         params: SourceId,
         detail: { summary: "Disconnect a repository (builds and saves keep their history; the repository itself stays on the host)" },
-        response: { 204: NoContent, ...errors(401, 403, 404, 409, 503) },
+        response: { 204: NoContent, ...errors(401, 403, 404, 409) },
       },
     )
     .get("/projects/:slug/sources/:id/file", ({ auth, params, query }) => studioFile(core, project(auth), params.id, query.path, query.ref), {
@@ -115,7 +115,7 @@ export function sourcesRoutes(core: Core) {
       permission: read,
       params: SourceId,
       detail: { summary: "The source's last 20 saves, newest first" },
-      response: { 200: t.Array(t.Ref("SaveResponse")), ...errors(401, 403, 404, 503) },
+      response: { 200: t.Array(t.Ref("SaveResponse")), ...errors(401, 403, 404) },
     })
     .post(
       "/projects/:slug/sources/:id/saves",

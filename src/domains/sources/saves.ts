@@ -70,13 +70,11 @@ function getSaveRow(core: Core, project: ProjectRef, id: number): SaveRow {
 
 /** `GET …/sources/saves/{id}`. */
 export function getSave(core: Core, project: ProjectRef, id: number): SaveResponse {
-  requireHost(core);
   return toSaveResponse(getSaveRow(core, project, id));
 }
 
 /** `GET …/sources/{id}/saves`: the last 20, newest first. */
 export function listSaves(core: Core, project: ProjectRef, sourceId: string): SaveResponse[] {
-  requireHost(core);
   const src = getSourceRow(core, project, sourceId);
   return core.db.select().from(sourceSaves).where(eq(sourceSaves.sourceId, src.id)).orderBy(desc(sourceSaves.id)).limit(SAVES_LISTED).all().map(toSaveResponse);
 }

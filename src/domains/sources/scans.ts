@@ -222,7 +222,6 @@ export function toScanResponse(row: ScanRow): ScanResponse {
 
 /** `GET …/sources/scans/{id}`. */
 export function getScan(core: Core, project: ProjectRef, id: number): ScanResponse {
-  requireHost(core);
   const row = core.db.select().from(sourceScans).where(and(eq(sourceScans.id, id), eq(sourceScans.projectId, project.id))).get();
   if (!row) throw new OpsError("not_found", `No scan ${id} in project ${project.slug}.`);
   return toScanResponse(row);

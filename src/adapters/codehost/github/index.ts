@@ -59,7 +59,8 @@ export function createGithubHost(core: Core): CodeHost {
   const pushes = new PushSubscribers(core.log);
   const missing = [!app.id && "OPS_GITHUB_APP_ID", !app.privateKeyFile && "OPS_GITHUB_APP_PRIVATE_KEY_FILE", !app.webhookSecret && "OPS_GITHUB_WEBHOOK_SECRET"].filter(Boolean);
   if (!app.id || !app.privateKeyFile || !app.webhookSecret) {
-    const host = { ...unconfiguredHost("github", `The GitHub App is not configured on this server (set ${missing.join(", ")}).`, core.log), bodyLimits };
+    // Links need no App: sources connected before keep their clone URL while the App is away.
+    const host = { ...unconfiguredHost("github", `The GitHub App is not configured on this server (set ${missing.join(", ")}).`, core.log), bodyLimits, cloneUrl: (repo: string) => `${app.webUrl}/${repo}.git` };
     return attachWebhookReceiver(host, createWebhookReceiver(core, { secret: null, pushes, installationsChanged: () => {} }));
   }
 
