@@ -29,6 +29,8 @@ import { ResourcePage } from "./screens/resource";
 import { DatabasePage } from "./screens/database";
 import { JobPage } from "./screens/job";
 import { DomainPage } from "./screens/domain";
+import { SecretsPage } from "./screens/secrets";
+import { UnitSecretsPage } from "./screens/unit-secrets";
 
 /** A resource's page by type; types without their own use the generic one. */
 const RESOURCE_PAGES: Record<string, (p: SectionProps) => JSX.Element> = {
@@ -54,6 +56,7 @@ export const SECTIONS: Section[] = [
     needs: "resources.read",
     page: (p) => (p.rest[0] && p.rest[1] ? (RESOURCE_PAGES[p.rest[0]] ?? ((q: SectionProps) => <ResourcePage {...q} />))(p) : <ResourceList {...p} />),
   },
+  { id: "secrets", label: "Secrets", needs: "secrets.read", page: (p) => (p.rest[0] === "services" ? <UnitSecretsPage {...p} /> : <SecretsPage {...p} />) },
   { id: "sources", label: "Sources", needs: "sources.read", page: (p) => (p.rest[0] ? <Studio project={p.project} sourceId={p.rest[0]} query={p.query} /> : <SourceList {...p} />) },
   { id: "builds", label: "Builds", needs: "builds.read", page: (p) => (p.rest[0] ? <BuildPage project={p.project} id={p.rest[0]} /> : <BuildList {...p} />) },
   {

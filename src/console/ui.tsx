@@ -10,11 +10,12 @@ export function navigate(to: string): void {
   dispatchEvent(new PopStateEvent("popstate"));
 }
 
-export function Link(props: { href: string; children: ComponentChildren; class?: string }) {
+export function Link(props: { href: string; children: ComponentChildren; class?: string; current?: boolean }) {
   return (
     <a
       href={props.href}
       class={props.class}
+      aria-current={props.current ? "page" : undefined}
       onClick={(e) => {
         if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
         e.preventDefault();

@@ -1,0 +1,33 @@
+/**
+ * What the two Secrets pages share: their tabs, and the write-only value field — an uncontrolled
+ * input whose value is never kept in the page's state and is emptied as soon as it is sent, so a
+ * secret never stays in the page after it left for the API.
+ */
+import { Link } from "../ui";
+
+export function SecretTabs(props: { slug: string; current: "groups" | "services"; env: string }) {
+  return (
+    <nav class="tabs sub" aria-label="Secrets">
+      <Link href={`/projects/${props.slug}/secrets?environment=${encodeURIComponent(props.env)}`} current={props.current === "groups"}>
+        Secret groups
+      </Link>
+      <Link href={`/projects/${props.slug}/secrets/services?environment=${encodeURIComponent(props.env)}`} current={props.current === "services"}>
+        Per-service secrets
+      </Link>
+    </nav>
+  );
+}
+
+/** The value of a secret being set: form field `value`; a password field unless it is text. */
+export function ValueField(props: { id: string; secret: boolean }) {
+  return (
+    <div>
+      <label for={props.id}>Value</label>
+      {props.secret ? (
+        <input id={props.id} name="value" type="password" required autocomplete="new-password" spellcheck={false} />
+      ) : (
+        <input id={props.id} name="value" type="text" required autocomplete="off" spellcheck={false} />
+      )}
+    </div>
+  );
+}
