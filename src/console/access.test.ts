@@ -6,13 +6,15 @@
  * offer answers 2xx and one it would not answers 403, and the hover text names the audit log's
  * deny reason.
  */
-import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "../../test/harness";
 import { makePerson, makeProject, makeRole, mintToken, principalOf } from "../../test/fixtures";
 import { PERMISSION_KEYS } from "../core/authz/catalog";
 import { evaluate } from "../core/authz/effective";
 import { accessOf } from "./access";
 import type { Me } from "./api";
+
+setDefaultTimeout(60_000);
 
 let t: TestApp;
 let slug: string;
