@@ -115,7 +115,8 @@ describe("rollups and retention", () => {
     expect(mine).toHaveLength(12);
     expect(mine[0]).toEqual({ t: start, value: 2, min: 0, max: 4, n: 5 });
 
-    const wide = await get(`/api/v1/obs/metrics/series?name=queue.size&from=${new Date(start - 24 * 60 * MIN).toISOString()}&to=${new Date(start + 24 * 60 * MIN).toISOString()}`);
+    // A window that reaches past the 14-day raw retention reads the rollups.
+    const wide = await get(`/api/v1/obs/metrics/series?name=queue.size&from=${new Date(start - 15 * 24 * 60 * MIN).toISOString()}&to=${new Date(start + 24 * 60 * MIN).toISOString()}`);
     expect(wide.source).toBe("rollup");
     expect(wide.bucket_seconds % 300).toBe(0);
     // Each bucket is the average (with min and max) of exactly the samples that fall in it.

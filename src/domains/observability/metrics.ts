@@ -2,9 +2,9 @@
  * Metric reads: names and services seen in the last 24 hours, and a metric's series bucketed on
  * the server, one series per service.
  *
- * Which data: a window that starts inside the raw retention and spans at most a day reads the
- * raw samples (`source: raw`); a wider or older one reads the 5-minute rollups (`source: rollup`,
- * buckets of at least 5 minutes). A bucket's value, per service:
+ * Which data: a window that lies inside the raw retention (14 days by default) reads the raw
+ * samples (`source: raw`); one that reaches further back reads the 5-minute rollups (`source:
+ * rollup`, buckets of at least 5 minutes). A name no series has answers `kind: unknown`. A bucket's value, per service:
  * - gauge: the average of the samples in the bucket (over every label set), with their min and max;
  * - counter: for each label set its last cumulative value at the bucket's end (carried forward
  *   from earlier buckets, and from before the window, up to its latest sample), summed across
@@ -72,10 +72,13 @@ export interface SeriesSearch {
 
 /** The series of a metric, per service. */
 export function metricSeries(db: Database, s: SeriesSearch): SeriesResponse {
-  const raw = s.fromMs >= s.now - s.rawRetentionMs && s.toMs - s.fromMs <= DAY_MS;
+  // The spec's switch: a window that lies inside the raw retention (14 days) reads raw samples,
+  // however wide; one that reaches past it reads the rollups.
+  const raw = s.fromMs >= s.now - s.rawRetentionMs;
   const source = raw ? "raw" : "rollup";
   let step = bucketSeconds(s.toMs - s.fromMs, raw ? 10 : ROLLUP_MS / 1000);
-  const empty: SeriesResponse = { bucket_seconds: step, kind: "gauge", name: s.name, series: [], source };
+  // A name nobody sent has no kind: say so rather than guess one.
+  const empty: SeriesResponse = { bucket_seconds: step, kind: "unknown", name: s.name, series: [], source };
   if (s.scope.projects.length === 0) return empty;
   const where = scopeSql(s.scope);
   const serviceClause = s.service !== null ? " AND service = ?" : "";

@@ -53,7 +53,7 @@ export type MetricSeries = { points: SeriesPoint[]; service: string };
 export const SeriesResponse = t.Object(
   {
     bucket_seconds: t.Integer(),
-    kind: t.String(),
+    kind: t.String({ description: "`gauge`, `counter` or `histogram`; `unknown` for a name no series has" }),
     name: t.String(),
     series: t.Array(t.Ref("MetricSeries")),
     source: t.String({ description: "`raw` (full-resolution samples) or `rollup` (5-minute aggregates)" }),
@@ -144,6 +144,7 @@ export const TracesQuery = t.Object({
   project,
   environment,
 });
-export const TraceParams = t.Object({ trace_id: t.String({ maxLength: 64 }) });
+// Any text: an id that is no trace id (too long, not hex) names no trace, so the answer is 404.
+export const TraceParams = t.Object({ trace_id: t.String({ description: "32 lower-case hex digits; anything else names no trace (404)" }) });
 
 export const observabilityModels = { LogEntry, MetricName, SeriesPoint, MetricSeries, SeriesResponse, SpanEntry, LogVolumeBucket, LogVolumeResponse, OtlpStatus, OtlpExportResponse: ExportResponse };

@@ -25,6 +25,9 @@ interface SpanDbRow {
   http_status: string | null;
 }
 
+/** Root spans read at most for one list (a trace id repeats only for traces with several roots). */
+const ROOT_SCAN_CAP = 200_000;
+
 const COLUMNS = "id, project, environment, service, trace_id, span_id, parent_span_id, name, kind, status, duration_ms, method, route, http_status";
 
 function toEntry(r: SpanDbRow, scope: Scope): SpanEntry {
@@ -79,8 +82,9 @@ export function listTraces(db: Database, s: TraceSearch): SpanEntry[] {
   const lq = s.q?.toLowerCase() ?? "";
   const seen = new Set<string>();
   const out: SpanEntry[] = [];
-  // Extra rows cover traces with several roots and, for a non-ASCII q, the check done here.
-  for (const r of st.iterate(...params, ascii ? s.limit * 2 + 10 : 100_000) as IterableIterator<SpanDbRow>) {
+  // `limit` counts traces, not root spans: rows are read (lazily) until that many distinct traces
+  // are found, however many roots one trace has; the cap bounds the scan of a pathological window.
+  for (const r of st.iterate(...params, ROOT_SCAN_CAP) as IterableIterator<SpanDbRow>) {
     if (!ascii && !r.name.toLowerCase().includes(lq)) continue;
     if (seen.has(r.trace_id)) continue;
     seen.add(r.trace_id);
