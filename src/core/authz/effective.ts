@@ -4,7 +4,7 @@
  * for a request in project P and environment E, the union over the caller's memberships that
  * apply in P (P's own and estate-wide ones) of each role's permissions, each narrowed by the
  * environment policy for (P, E, role) when there is one; then intersected with a minted token's
- * `scopes` snapshot; nothing at all when a pinned token is used outside its project or the
+ * `scopes` snapshot, itself narrowed by the policy for (P, E, the token's role); nothing at all when a pinned token is used outside its project or the
  * operator is suspended. Only estate-wide memberships grant the Estate keys.
  */
 import type { Principal } from "./principal";
@@ -105,6 +105,20 @@ export function evaluate(principal: Principal, grants: Grants, scope: Scope): Ev
       if (!scopes.has(k)) {
         out.delete(k);
         narrowed.add("token-scopes");
+      }
+    }
+    // The token's own role is narrowed by its environment policy like a member of that role.
+    if (effectiveScope.kind === "project" && effectiveScope.environment !== null) {
+      const { projectId, environment } = effectiveScope;
+      const policy = principal.tokenRolePolicies?.find((p) => p.projectId === projectId && p.environment === environment);
+      if (policy) {
+        const allowed = new Set(policy.allowed);
+        for (const k of [...out]) {
+          if (!allowed.has(k)) {
+            out.delete(k);
+            narrowed.add("policy");
+          }
+        }
       }
     }
   }

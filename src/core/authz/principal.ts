@@ -29,6 +29,11 @@ export interface Principal {
    * an AI client's: it may do what its scopes allow but never mint tokens or approve devices.
    */
   tokenKind?: "api" | "cli" | "mcp" | null;
+  /**
+   * The environment policies on a minted token's role (absent for sessions): in a project and
+   * environment one of them covers, the token's scopes are narrowed to its `allowed` keys.
+   */
+  tokenRolePolicies?: ReadonlyArray<{ projectId: string; environment: string; roleId: string; allowed: readonly string[] }>;
   /** True when the credential came from the console cookie (state changes need a matching Origin). */
   viaCookie: boolean;
 }

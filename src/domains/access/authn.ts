@@ -35,6 +35,7 @@ interface TokenJoin {
   scopes: string;
   project_id: string | null;
   project_slug: string | null;
+  role_id: string;
   expires_at: number | null;
   revoked_at: number | null;
   o_kind: "person" | "machine";
@@ -57,6 +58,7 @@ interface Statements {
   token: Statement<TokenJoin, [string]>;
   memberships: Statement<{ project_id: string | null; role_id: string; permissions: string }, [string]>;
   policies: Statement<{ project_id: string; environment: string; role_id: string; allowed: string }, [string]>;
+  rolePolicies: Statement<{ project_id: string; environment: string; role_id: string; allowed: string }, [string]>;
   projectBySlug: Statement<ProjectRowRaw, [string]>;
   projectById: Statement<ProjectRowRaw, [string]>;
 }
@@ -104,7 +106,7 @@ function prepare(core: Core): Statements {
          FROM sessions s JOIN operators o ON o.id = s.operator_id WHERE s.digest = ?`,
     ),
     token: db.query(
-      `SELECT t.id, t.operator_id, t.kind, t.scopes, t.project_id, p.slug AS project_slug, t.expires_at, t.revoked_at,
+      `SELECT t.id, t.operator_id, t.kind, t.scopes, t.project_id, p.slug AS project_slug, t.role_id, t.expires_at, t.revoked_at,
               o.kind AS o_kind, o.email, o.handle, o.display_name, o.suspended_at
          FROM tokens t JOIN operators o ON o.id = t.operator_id LEFT JOIN projects p ON p.id = t.project_id
         WHERE t.digest = ?`,
@@ -117,6 +119,7 @@ function prepare(core: Core): Statements {
          FROM environment_policies ep
         WHERE ep.role_id IN (SELECT role_id FROM memberships WHERE operator_id = ?)`,
     ),
+    rolePolicies: db.query("SELECT project_id, environment, role_id, allowed FROM environment_policies WHERE role_id = ?"),
     projectBySlug: db.query("SELECT id, slug, name, environments, archived_at FROM projects WHERE slug = ?"),
     projectById: db.query("SELECT id, slug, name, environments, archived_at FROM projects WHERE id = ?"),
   };
@@ -224,6 +227,9 @@ export function accessHooks(core: Core): AccessHooks {
         tokenProjectId: row.project_id,
         tokenProjectSlug: row.project_slug,
         tokenKind: row.kind,
+        // The policies on the token's own role narrow it in their environments, as they narrow a
+        // member of that role (policy changes move the generation, so this is never stale).
+        tokenRolePolicies: st.rolePolicies.all(row.role_id).map((r) => ({ projectId: r.project_id, environment: r.environment, roleId: r.role_id, allowed: list(r.allowed) })),
         viaCookie: false,
       };
       GenerationCache.put(principals, key, p);
