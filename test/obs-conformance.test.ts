@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
-import { makeMachine, makeProject } from "./fixtures";
+import { makeMachine, makePerson, makeProject, makeRole } from "./fixtures";
 
 let t: TestApp;
 let token: string;
@@ -70,5 +70,17 @@ describe("traces", () => {
       expect([id.length, res.status]).toEqual([id.length, 404]);
       await res.arrayBuffer();
     }
+  });
+});
+
+describe("the deliberate 403 on reads (docs/decisions/0283)", () => {
+  test("a caller without obs.read is told which project it was refused in", async () => {
+    const role = makeRole(t, "ob", "no-obs", ["project.read"]);
+    const p = await makePerson(t, [{ role, project: "ob" }]);
+    const named = await expectStatus(await t.request("GET", "/api/v1/obs/logs?project=ob", { token: p.session }), 403);
+    expect(named.message).toContain('"ob"');
+    expect(named.message).toContain("obs.read");
+    const none = await expectStatus(await t.request("GET", "/api/v1/obs/traces", { token: p.session }), 403);
+    expect(none.message).toContain("in any project");
   });
 });

@@ -233,7 +233,16 @@ function decide(core: Core, opts: PermissionOptions, rctx: ResolveContext, meta:
     // `authenticated` needs no permission, but it does need an operator who is not suspended.
     const refused = opts.key === AUTHENTICATED ? principal.suspended : !ev.permissions.has(opts.key);
     if (refused) {
-      const where = project ? `in ${project.slug}${environments.length > 1 && environment ? ` (${environment})` : ""}` : "estate-wide";
+      // Say where: the project (and environment), the project a project-less read named in
+      // `?project=` (observability), any project for such a read naming none, or the estate.
+      const named = typeof query.project === "string" && query.project !== "" ? JSON.stringify(query.project.slice(0, 64)) : null;
+      const where = project
+        ? `in ${project.slug}${environments.length > 1 && environment ? ` (${environment})` : ""}`
+        : scope.kind === "any"
+          ? named !== null
+            ? `in ${named}`
+            : "in any project"
+          : "estate-wide";
       deny(core, principal, meta, opts.key, path, project?.slug ?? null, environment, denyReason(opts.key, ev, where));
       const message = principal.suspended ? "Your account is suspended." : `Your access does not include ${opts.key} ${where}.`;
       throw new OpsError("forbidden", message, { permission: opts.key });
