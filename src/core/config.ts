@@ -99,6 +99,8 @@ export interface Config {
   };
   /** CIDRs of proxies in front of the ingress whose forwarding fields are believed (empty: none). */
   readonly trustedProxies: readonly string[];
+  /** Largest OTLP export body once decompressed (and on the wire), in bytes (413 above). */
+  readonly otlpMaxDecodedBytes: number;
 }
 
 /** The variables `loadConfig` reads, with a one-line description each (README and `--help`). */
@@ -149,6 +151,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_INGRESS_MAX_CONN_PER_IP", default: "256", description: "Ingress connections one client address may hold open (503 past it)" },
   { name: "OPS_INGRESS_MAX_CONNECTIONS", default: "10000", description: "Ingress connections open at once, all clients together (503 past it)" },
   { name: "OPS_TRUSTED_PROXIES", default: "(none)", description: "Comma-separated CIDRs of proxies whose X-Forwarded-*/Forwarded the ingress keeps" },
+  { name: "OPS_OTLP_MAX_DECODED_BYTES", default: "16777216", description: "Largest OTLP export once decompressed, counted as it inflates (413 above)" },
 ];
 
 type Env = Record<string, string | undefined>;
@@ -314,6 +317,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
       maxConnections: int(e, "OPS_INGRESS_MAX_CONNECTIONS", 10_000, 1, 10_000_000),
     },
     trustedProxies,
+    otlpMaxDecodedBytes: int(e, "OPS_OTLP_MAX_DECODED_BYTES", 16 * 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
   };
   return deepFreeze(config);
 }

@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import type { DomainModule } from "../../core/core";
 import { defineObservabilityJobs } from "./jobs";
 import { otlpRoutes, readRoutes } from "./routes";
-import { OTLP_MAX_BODY_BYTES, otlpErrorStyle, readsErrorStyle } from "./otlp";
+import { otlpErrorStyle, readsErrorStyle } from "./otlp";
 import { existingWriter } from "./writer";
 
 export const observabilityModule: DomainModule = {
@@ -21,8 +21,8 @@ export const observabilityModule: DomainModule = {
   routes(core) {
     return new Elysia({ name: "observability" }).use(readRoutes(core)).use(otlpRoutes(core));
   },
-  bodyLimits() {
-    return [{ prefix: "/otlp/", bytes: OTLP_MAX_BODY_BYTES, raw: true }];
+  bodyLimits(core) {
+    return [{ prefix: "/otlp/", bytes: core.config.otlpMaxDecodedBytes, raw: true }];
   },
   errorStyles() {
     return [otlpErrorStyle, readsErrorStyle];

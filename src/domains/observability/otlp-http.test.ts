@@ -9,7 +9,10 @@ import { gzipSync } from "node:zlib";
 import { createTestApp, expectStatus, type TestApp } from "../../../test/harness";
 import { makeProject, makeMachine } from "../../../test/fixtures";
 import { writerOf } from "./writer";
-import { OTLP_MAX_BODY_BYTES, OTLP_MAX_DECODED_BYTES } from "./otlp";
+
+/** The default OPS_OTLP_MAX_DECODED_BYTES: the limit on the wire and once decompressed. */
+const OTLP_MAX_BODY_BYTES = 16 * 1024 * 1024;
+const OTLP_MAX_DECODED_BYTES = OTLP_MAX_BODY_BYTES;
 
 let t: TestApp;
 let token: string;
@@ -110,6 +113,29 @@ describe("refusals", () => {
     const exploded = await post("logs", bomb, { "content-type": "application/json", "content-encoding": "gzip" });
     expect(exploded.status).toBe(413);
     expect((await exploded.json()).code).toBe(8);
+  });
+
+  test("OPS_OTLP_MAX_DECODED_BYTES: counted on the decompressed size, and a body within it is taken", async () => {
+    const small = await createTestApp({ env: { OPS_OTLP_MAX_DECODED_BYTES: String(1024 * 1024) } });
+    try {
+      makeProject(small, "tiny");
+      const tiny = (await makeMachine(small, [{ role: "developer", project: "tiny" }])).token;
+      const send = (body: BodyInit, headers: Record<string, string>) => small.request("POST", "/otlp/v1/logs", { token: tiny, raw: body, headers: { "content-type": "application/json", ...headers } });
+      const records = (n: number) => JSON.stringify(logsBody("tiny", Array.from({ length: n }, (_, i) => ({ body: `line ${i} ${"x".repeat(80)}` }))));
+      const over = records(13_000);
+      expect(over.length).toBeGreaterThan(1024 * 1024);
+      const gz = gzipSync(over);
+      expect(gz.byteLength).toBeLessThan(100 * 1024);
+      const inflated = await send(gz, { "content-encoding": "gzip" });
+      expect(await expectStatus(inflated, 413)).toMatchObject({ code: 8, message: "The request body is larger than 1 MiB once decompressed (OPS_OTLP_MAX_DECODED_BYTES)." });
+      expect((await send(over, {})).status).toBe(413);
+      const within = records(8_000);
+      expect(within.length).toBeLessThan(1024 * 1024);
+      expect(await expectStatus(await send(gzipSync(within), { "content-encoding": "gzip" }), 200)).toEqual({});
+      expect(await expectStatus(await send(within, {}), 200)).toEqual({});
+    } finally {
+      await small.close();
+    }
   });
 
   test("401 is a google.rpc.Status too", async () => {

@@ -3,27 +3,20 @@
  * limits, handing the body to the writer thread, the partial-success answer in the request's own
  * encoding, and the OTLP failure body (`google.rpc.Status`) for errors on these routes.
  *
- * Overload never grows memory without bound: at most `MAX_READING` request bodies are read at
- * once, a body is at most `OTLP_MAX_BODY_BYTES` on the wire and `OTLP_MAX_DECODED_BYTES` once
- * gunzipped (413 past either), and the writer's backlog is bounded (writer.ts); past those the
- * answer is 429 with `Retry-After`, which exporters retry.
+ * Overload never grows memory without bound (intake.ts): a body is at most
+ * `OPS_OTLP_MAX_DECODED_BYTES` on the wire and once decompressed (counted as it inflates; 413 past
+ * either), at most a few bodies inflate and a bounded number are read at once, and the writer's
+ * backlog is bounded in decompressed bytes (writer.ts); past those the answer is 429 with
+ * `Retry-After`, which exporters retry.
  */
 import type { Core, ErrorStyle } from "../../core/core";
 import type { AuthContext } from "../../core/authz/plugin";
 import { evaluate } from "../../core/authz/effective";
 import { OpsError, type NormalisedError } from "../../core/errors";
-import { bodyTooLarge, readBodyWithLimit } from "../../core/body";
 import type { Signal } from "./otlp-model";
 import { encodePartialSuccessProto, encodeStatusProto } from "./proto-wire";
-import { OTLP_MAX_DECODED_BYTES } from "./decode-job";
+import { readExportBody } from "./intake";
 import { writerOf } from "./writer";
-
-export { OTLP_MAX_DECODED_BYTES };
-
-export const OTLP_MAX_BODY_BYTES = 16 * 1024 * 1024;
-/** Request bodies being read at once, at most. */
-const MAX_READING = 32;
-const READING_KEY = "observability.reading";
 
 type Encoding = "json" | "proto";
 
@@ -38,8 +31,8 @@ function encodingOf(request: Request): Encoding | null {
 
 /**
  * Handle one export request for `signal`; `auth.project` is the project it goes to. The body is
- * read here (under the wire limit) and handed to the writer thread as it came: gunzipping,
- * decoding, scrubbing and writing happen there, off this thread.
+ * read (and inflated) here under the intake's bounds and handed to the writer thread, which
+ * decodes, scrubs and writes it off this thread.
  */
 export async function handleExport(core: Core, signal: Signal, request: Request, auth: AuthContext): Promise<Response> {
   const encoding = encodingOf(request);
@@ -47,17 +40,7 @@ export async function handleExport(core: Core, signal: Signal, request: Request,
   const ce = (request.headers.get("content-encoding") ?? "identity").trim().toLowerCase();
   if (ce !== "gzip" && ce !== "identity" && ce !== "") throw new OpsError("unsupported_media_type", `Content-Encoding ${ce} is not supported; use gzip or none.`);
   const writer = writerOf(core);
-  const reading = (core.locals.get(READING_KEY) as number | undefined) ?? 0;
-  if (reading >= MAX_READING || writer.full()) {
-    throw new OpsError("rate_limited", "ops is busy writing telemetry; retry shortly.", undefined, { headers: { "retry-after": "2" } });
-  }
-  core.locals.set(READING_KEY, reading + 1);
-  let body: Uint8Array;
-  try {
-    body = await readBodyWithLimit(request, OTLP_MAX_BODY_BYTES);
-  } finally {
-    core.locals.set(READING_KEY, ((core.locals.get(READING_KEY) as number | undefined) ?? 1) - 1);
-  }
+  const body = await readExportBody(core, request, ce === "gzip", () => writer.full());
   const project = auth.project!;
   const grants = core.access.grants(auth.principal);
   // Environment policies: the project's environments where this caller may not send (any other
@@ -67,7 +50,6 @@ export async function handleExport(core: Core, signal: Signal, request: Request,
   const outcome = await writer.submitExport({
     signal,
     encoding,
-    gzip: ce === "gzip",
     body,
     projectId: project.id,
     now,
@@ -75,7 +57,7 @@ export async function handleExport(core: Core, signal: Signal, request: Request,
     retentionDays: core.config.logRetentionDays,
     denied,
   });
-  if (!outcome.ok) throw outcome.status === 413 ? bodyTooLarge(OTLP_MAX_DECODED_BYTES) : new OpsError("bad_request", outcome.message);
+  if (!outcome.ok) throw new OpsError("bad_request", outcome.message);
   return exportResponse(signal, encoding, outcome.rejected, outcome.message);
 }
 

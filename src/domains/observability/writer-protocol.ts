@@ -2,13 +2,13 @@
 import type { Signal } from "./otlp-model";
 
 /**
- * One OTLP export request, as read from the wire: the writer thread gunzips, decodes, scrubs and
- * maps it (decode-job.ts), so none of that work happens on the HTTP thread.
+ * One OTLP export request, decompressed and bounded (intake.ts): the writer thread decodes, scrubs
+ * and maps it (decode-job.ts), so none of that work happens on the HTTP thread.
  */
 export interface IngestJob {
   signal: Signal;
   encoding: "json" | "proto";
-  gzip: boolean;
+  /** The decompressed body, in a buffer of its own: transferred to the writer thread, not copied. */
   body: Uint8Array;
   /** The project's ops id. */
   projectId: string;
@@ -24,7 +24,7 @@ export interface IngestJob {
 export type WriteItem = { kind: "otlp"; job: IngestJob } | { kind: "rows"; rows: string };
 
 /** Per item: how many records were stored and refused (and why), or why the request was refused whole. */
-export type ItemOutcome = { ok: true; accepted: number; rejected: number; message: string } | { ok: false; status: 400 | 413; message: string };
+export type ItemOutcome = { ok: true; accepted: number; rejected: number; message: string } | { ok: false; status: 400; message: string };
 
 export type WriterRequest =
   | { op: "open"; id: number; file: string; segmentMaxRows: number; segmentMaxBytes: number; maxBytes: number }

@@ -91,11 +91,26 @@ export class TelemetryWriter {
 
   /** Write one batch in one transaction. */
   write(batch: WriteBatch, now: number): WriteResult {
+    return this.writeEach([batch], now);
+  }
+
+  /**
+   * Write batches in one transaction, each as it is produced: a generator that decodes the next
+   * request only when the previous one's rows are in lets each request's rows go before the next
+   * is decoded, so a write holds one request's rows at a time, not all of them.
+   */
+  writeEach(batches: Iterable<WriteBatch>, now: number): WriteResult {
     return this.tx(() => {
-      if (batch.logs.length > 0) this.writeLogs(batch.logs, now);
-      if (batch.spans.length > 0) this.writeSpans(batch.spans, now);
-      if (batch.points.length > 0) this.writePoints(batch.points, now);
-      return { logs: batch.logs.length, spans: batch.spans.length, points: batch.points.length };
+      const n: WriteResult = { logs: 0, spans: 0, points: 0 };
+      for (const batch of batches) {
+        if (batch.logs.length > 0) this.writeLogs(batch.logs, now);
+        if (batch.spans.length > 0) this.writeSpans(batch.spans, now);
+        if (batch.points.length > 0) this.writePoints(batch.points, now);
+        n.logs += batch.logs.length;
+        n.spans += batch.spans.length;
+        n.points += batch.points.length;
+      }
+      return n;
     });
   }
 

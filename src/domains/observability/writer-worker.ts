@@ -19,27 +19,22 @@ let lastEvictCheck = 0;
 /** How often, at most, a write also checks the size budget. */
 const EVICT_CHECK_MS = 2000;
 
-/** Decode every item of a write into one batch (one transaction), with each item's outcome. */
-function gather(items: WriteItem[]): { batch: WriteBatch; outcomes: ItemOutcome[] } {
-  const batch: WriteBatch = { logs: [], spans: [], points: [] };
-  const outcomes: ItemOutcome[] = [];
-  const add = (b: WriteBatch) => {
-    for (const r of b.logs) batch.logs.push(r);
-    for (const r of b.spans) batch.spans.push(r);
-    for (const r of b.points) batch.points.push(r);
-  };
+/**
+ * The batches of a write's items, one item at a time (decoded only when the previous item's rows
+ * are written), with each item's outcome recorded in `outcomes`.
+ */
+function* batchesOf(items: WriteItem[], outcomes: ItemOutcome[]): Generator<WriteBatch> {
   for (const item of items) {
     if (item.kind === "rows") {
       const rows = JSON.parse(item.rows) as WriteBatch;
-      add(rows);
       outcomes.push({ ok: true, accepted: rows.logs.length + rows.spans.length + rows.points.length, rejected: 0, message: "" });
+      yield rows;
     } else {
       const r = runJob(item.job);
-      if (r.batch) add(r.batch);
       outcomes.push(r.outcome);
+      if (r.batch) yield r.batch;
     }
   }
-  return { batch, outcomes };
 }
 
 function handle(msg: WriterRequest): unknown {
@@ -53,8 +48,8 @@ function handle(msg: WriterRequest): unknown {
       return null;
     }
     case "write": {
-      const { batch, outcomes } = gather(msg.items);
-      writer!.write(batch, msg.now);
+      const outcomes: ItemOutcome[] = [];
+      writer!.writeEach(batchesOf(msg.items, outcomes), msg.now);
       if (msg.now - lastEvictCheck >= EVICT_CHECK_MS || msg.now < lastEvictCheck) {
         lastEvictCheck = msg.now;
         writer!.evict(maxBytes, msg.now);

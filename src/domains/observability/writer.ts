@@ -7,8 +7,9 @@
  * transaction count stays low and the trigram index stays cheap to maintain. A submit resolves
  * when its rows are committed; callers answer their client only then.
  *
- * Memory is bounded: past `MAX_PENDING_BYTES` of bodies or `MAX_PENDING_ITEMS` requests waiting,
- * a submit is refused with 429 and `Retry-After`, which OTLP exporters honour.
+ * Memory is bounded: past `MAX_PENDING_BYTES` of (decompressed) bodies or `MAX_PENDING_ITEMS`
+ * requests waiting, a submit is refused with 429 and `Retry-After`, which OTLP exporters honour.
+ * Bodies go to the writer thread by transfer, not by copy, so a body is held once.
  */
 import path from "node:path";
 import type { Core } from "../../core/core";
@@ -94,13 +95,13 @@ export class WriterClient {
     return w;
   }
 
-  private post<O extends WriterRequest["op"]>(msg: { op: O } & WriterArgs<O>): Promise<unknown> {
+  private post<O extends WriterRequest["op"]>(msg: { op: O } & WriterArgs<O>, transfer: Transferable[] = []): Promise<unknown> {
     const w = this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.calls.set(id, { resolve, reject });
       w.ref();
-      w.postMessage({ ...msg, id });
+      w.postMessage({ ...msg, id }, transfer);
     });
   }
 
@@ -153,7 +154,7 @@ export class WriterClient {
     try {
       for (let next = this.queue.shift(); next; next = this.queue.shift()) {
         try {
-          const outcomes = (await this.post({ op: "write", now: this.core.clock.now(), items: next.items })) as ItemOutcome[];
+          const outcomes = (await this.post({ op: "write", now: this.core.clock.now(), items: next.items }, bodiesOf(next.items))) as ItemOutcome[];
           next.waiters.forEach((w, i) => w.resolve(outcomes[i]));
         } catch (e) {
           for (const w of next.waiters) w.reject(e);
@@ -188,6 +189,18 @@ export class WriterClient {
       this.worker = null;
     }
   }
+}
+
+/** The buffers of the export bodies in `items`, each once, to transfer rather than copy. */
+function bodiesOf(items: WriteItem[]): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const item of items) {
+    if (item.kind !== "otlp") continue;
+    const body = item.job.body;
+    // Only a buffer the body has to itself: transferring a shared one would empty its other views.
+    if (body.buffer instanceof ArrayBuffer && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.byteLength > 0) out.add(body.buffer);
+  }
+  return [...out];
 }
 
 /** The core's writer (created on first use; closed by the domain's close hook). */
