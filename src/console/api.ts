@@ -14,12 +14,13 @@ export class ApiError extends Error {
   }
 }
 
-export async function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+/** Call the API; `fresh` skips the browser's HTTP cache (for answers the server lets it keep a while). */
+export async function api<T = unknown>(method: string, path: string, body?: unknown, fresh = false): Promise<T> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   let res: Response;
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin", ...(fresh ? { cache: "no-cache" as RequestCache } : {}) });
   } catch {
     throw new ApiError(0, "unreachable", "The server cannot be reached. Check your connection and try again.");
   }

@@ -11,17 +11,38 @@ import { StatusPage } from "./screens/status";
 import { AccountPage } from "./screens/account";
 import { ProjectList } from "./screens/projects";
 import { ProjectFrame } from "./project-frame";
+import { OperatorsPage } from "./screens/operators";
+import { NotificationsPage } from "./screens/notifications";
+import { StatusAdminPage } from "./screens/status-admin";
+import { CliPage } from "./screens/cli";
+import { accessOf } from "./access";
 
 function currentLocation(): { path: string; query: URLSearchParams; full: string } {
   return { path: location.pathname, query: new URLSearchParams(location.search), full: location.pathname + location.search };
 }
 
-const TITLES: Record<string, string> = { "/status": "Status", "/device": "Connect a device", "/account": "Account", "/sign-in": "Sign in", "/": "Account", "/projects": "Projects" };
+const TITLES: Record<string, string> = {
+  "/status": "Status",
+  "/device": "Connect a device",
+  "/account": "Account",
+  "/sign-in": "Sign in",
+  "/": "Account",
+  "/projects": "Projects",
+  "/operators": "Operators",
+  "/notifications": "Notifications",
+  "/status/admin": "Status administration",
+  "/cli": "CLI",
+};
 
 export function App() {
   const [loc, setLoc] = useState(currentLocation());
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
+  const [unread, setUnread] = useState(0);
+  const countUnread = () =>
+    api<{ unread: number }>("GET", "/api/v1/notifications/unread-count")
+      .then((r) => setUnread(r.unread))
+      .catch(() => setUnread(0));
 
   const loadMe = () =>
     api<Me>("GET", "/api/v1/me")
@@ -36,6 +57,10 @@ export function App() {
           setError(e instanceof ApiError ? e.message : "Could not reach the server.");
         }
       });
+
+  useEffect(() => {
+    if (me) void countUnread();
+  }, [me]);
 
   useEffect(() => {
     const on = () => setLoc(currentLocation());
@@ -61,6 +86,7 @@ export function App() {
 
   let screen;
   const needsPerson = loc.path !== "/status";
+  const estate = me ? accessOf(me, null) : null;
   if (loc.path === "/status") screen = <StatusPage />;
   else if (me === undefined) screen = <p aria-busy="true">Loading…</p>;
   else if (me === null || loc.path === "/sign-in") {
@@ -79,6 +105,10 @@ export function App() {
   } else if (loc.path === "/device") screen = <DevicePage me={me} initialCode={loc.query.get("user_code") ?? ""} />;
   else if (loc.path === "/account" || loc.path === "/") screen = <AccountPage me={me} onChange={() => void loadMe()} />;
   else if (loc.path === "/projects") screen = <ProjectList me={me} />;
+  else if (loc.path === "/operators") screen = <OperatorsPage me={me} />;
+  else if (loc.path === "/notifications") screen = <NotificationsPage onRead={() => void countUnread()} />;
+  else if (loc.path === "/status/admin") screen = <StatusAdminPage me={me} />;
+  else if (loc.path === "/cli") screen = <CliPage me={me} />;
   else if (loc.path.startsWith("/projects/"))
     screen = <ProjectFrame me={me} segments={loc.path.slice("/projects/".length).split("/").filter(Boolean).map(decodeURIComponent)} query={loc.query} />;
   else screen = <Alert kind="info">Nothing here. Try the <Link href="/account">account page</Link>.</Alert>;
@@ -95,6 +125,14 @@ export function App() {
         <nav aria-label="Main">
           <Link href="/status">Status</Link>
           {me && <Link href="/projects">Projects</Link>}
+          {me && (
+            <Link href="/notifications">
+              Notifications{unread > 0 && <span class="badge badge-unread" aria-label={`${unread} unread`}>{unread}</span>}
+            </Link>
+          )}
+          {me && <Link href="/cli">CLI</Link>}
+          {estate?.can("operators.manage", null) && <Link href="/operators">Operators</Link>}
+          {estate?.can("estate.manage", null) && <Link href="/status/admin">Status admin</Link>}
           {me && <Link href="/device">Connect a device</Link>}
           {me && <Link href="/account">Account</Link>}
         </nav>

@@ -1,0 +1,204 @@
+/**
+ * The CLI page (`/cli`): the current release of the `ops` CLI for each target, with its digest
+ * and download; an install line for one of the person's projects (a single-use install code,
+ * shown once, that the installer redeems for a token of the person's role there); and, for people
+ * who manage the estate, publishing a release (the binary uploaded as the request body).
+ */
+import { useState } from "preact/hooks";
+import { api, ApiError, type Me } from "../api";
+import { Alert, when } from "../ui";
+import { accessOf } from "../access";
+import type { ProjectInfo } from "../frame";
+import { Denied } from "../widgets/guard";
+import { CopyField } from "../widgets/copy-field";
+import { Pending, Scroll, errorText, useLoad } from "../widgets/load";
+import { bytes } from "../widgets/resources";
+
+interface Release {
+  version: string;
+  target: string;
+  digest: string;
+  size_bytes: number;
+  published_at: string;
+  download: string;
+}
+
+/** The targets ops builds the CLI for (the server's list: domains/cli/releases.ts KNOWN_TARGETS). */
+const TARGETS = ["linux-x64", "linux-arm64", "linux-x64-musl", "linux-arm64-musl", "darwin-x64", "darwin-arm64", "windows-x64"];
+
+async function current(target: string): Promise<Release | null> {
+  try {
+    return await api<Release>("GET", `/api/v1/cli/release?target=${target}`);
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 422)) return null;
+    throw e;
+  }
+}
+
+export function CliPage(props: { me: Me }) {
+  const access = accessOf(props.me, null);
+  const canRead = access.can("project.read", null);
+  const loaded = useLoad(async () => ({ releases: canRead ? await Promise.all(TARGETS.map(current)) : [], projects: await api<ProjectInfo[]>("GET", "/api/v1/projects") }), [canRead]);
+  if (!loaded.data) {
+    return (
+      <section aria-labelledby="cli-title">
+        <h1 id="cli-title">The ops CLI</h1>
+        <Pending what="releases" error={loaded.error} tall />
+      </section>
+    );
+  }
+  const { releases, projects } = loaded.data;
+  return (
+    <section aria-labelledby="cli-title">
+      <h1 id="cli-title">The ops CLI</h1>
+      <h2>Current releases</h2>
+      {!canRead ? (
+        <Denied access={access} perm="project.read" env={null} what="Downloading the CLI" />
+      ) : (
+        <Scroll>
+          <table class="releases">
+            <thead>
+              <tr>
+                <th scope="col">Target</th>
+                <th scope="col">Version</th>
+                <th scope="col">Published</th>
+                <th scope="col">Size</th>
+                <th scope="col">SHA-256</th>
+              </tr>
+            </thead>
+            <tbody>
+              {TARGETS.map((target, i) => {
+                const r = releases[i];
+                return (
+                  <tr key={target}>
+                    <td>{target}</td>
+                    {r ? (
+                      <>
+                        <td>
+                          <a href={r.download}>{r.version}</a>
+                        </td>
+                        <td>{when(r.published_at)}</td>
+                        <td>{bytes(r.size_bytes)}</td>
+                        <td>
+                          <code title={r.digest}>{r.digest.slice(0, 16)}…</code>
+                        </td>
+                      </>
+                    ) : (
+                      <td colSpan={4} class="muted">
+                        nothing published
+                      </td>
+                    )}
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </Scroll>
+      )}
+      <InstallLine projects={projects} />
+      {access.can("estate.manage", null) ? <Publish onDone={() => void loaded.reload()} /> : null}
+    </section>
+  );
+}
+
+function InstallLine(props: { projects: ProjectInfo[] }) {
+  const [slug, setSlug] = useState(props.projects[0]?.slug ?? "");
+  const [code, setCode] = useState<{ line: string; role: string; expires: number } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  async function mint(e: Event) {
+    e.preventDefault();
+    setError(null);
+    try {
+      const r = await api<{ code: string; expires_in: number; role: string }>("POST", "/api/v1/cli/install-codes", { project: slug });
+      setCode({ line: `curl -fsSL -H "Authorization: Bearer ${r.code}" ${location.origin}/api/v1/cli/install.sh | sh`, role: r.role, expires: r.expires_in });
+    } catch (err) {
+      setError(errorText(err));
+    }
+  }
+  if (props.projects.length === 0) return <p class="muted">An install line is made for one of your projects; you have none yet.</p>;
+  return (
+    <form class="card connect" onSubmit={(e) => void mint(e)} aria-labelledby="install-title">
+      <h2 id="install-title">Install on a machine</h2>
+      <label for="install-project">Project</label>
+      <select id="install-project" value={slug} onChange={(e) => setSlug(e.currentTarget.value)}>
+        {props.projects.map((p) => (
+          <option key={p.slug} value={p.slug}>
+            {p.name}
+          </option>
+        ))}
+      </select>
+      <p class="hint">The line installs the CLI and signs it in with a token of your role in that project. It works once, for {code ? Math.round(code.expires / 60) : 10} minutes.</p>
+      {error && <Alert>{error}</Alert>}
+      {code && (
+        <div class="alert alert-ok" role="status">
+          <p>Run this on the machine (it is shown once; the token carries your {code.role} role):</p>
+          <CopyField label="Install line" value={code.line} />
+        </div>
+      )}
+      <div class="actions">
+        <button type="submit" class="primary">
+          Make an install line
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function Publish(props: { onDone(): void }) {
+  const [version, setVersion] = useState("");
+  const [target, setTarget] = useState(TARGETS[0] as string);
+  const [ok, setOk] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  async function publish(e: Event) {
+    e.preventDefault();
+    const input = (e.currentTarget as HTMLFormElement).elements.namedItem("binary") as HTMLInputElement;
+    const file = input.files?.[0];
+    if (!file) return;
+    setBusy(true);
+    setError(null);
+    setOk(null);
+    try {
+      const res = await fetch(`/api/v1/cli/releases?version=${encodeURIComponent(version.trim())}&target=${encodeURIComponent(target)}`, { method: "POST", body: file, headers: { "content-type": "application/octet-stream", accept: "application/json" }, credentials: "same-origin" });
+      const body = (await res.json().catch(() => ({}))) as { message?: string; version?: string };
+      if (!res.ok) throw new ApiError(res.status, "error", body.message ?? `The server answered ${res.status}.`);
+      setOk(`Published ${body.version} for ${target}.`);
+      input.value = "";
+      props.onDone();
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <form class="card grid-form" onSubmit={(e) => void publish(e)} aria-labelledby="publish-title">
+      <h2 id="publish-title">Publish a release</h2>
+      <div>
+        <label for="release-version">Version</label>
+        <input id="release-version" required maxLength={64} value={version} onInput={(e) => setVersion(e.currentTarget.value)} />
+      </div>
+      <div>
+        <label for="release-target">Target</label>
+        <select id="release-target" value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
+          {TARGETS.map((t) => (
+            <option key={t} value={t}>
+              {t}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div>
+        <label for="release-binary">Binary</label>
+        <input id="release-binary" name="binary" type="file" required />
+      </div>
+      {error && <Alert>{error}</Alert>}
+      {ok && <Alert kind="ok">{ok}</Alert>}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? "Publishing…" : "Publish"}
+        </button>
+      </div>
+    </form>
+  );
+}
