@@ -4,6 +4,7 @@
  * log route keeps its own copy.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
 import { createTestApp, expectStatus, type TestApp } from "../../../test/harness";
 import { projectWithOwner, type ProjectCtx } from "../../../test/resources-helpers";
 import { appendPlatformLogs } from "./service";
@@ -50,5 +51,25 @@ describe("job-run lines in the log store", () => {
     const entries = await logs("service=web&environment=staging");
     expect(entries.map((e: { message: string }) => e.message)).toEqual(["from the future", "build step: Authorization: Bearer [redacted]"]);
     expect(Date.parse(entries[0].timestamp)).toBe(now);
+  });
+
+  test("a private key a replica prints line by line is masked through its END line, also across batches; other streams are not affected", async () => {
+    const project = t.core.access.findProject(p.slug)!;
+    const now = t.clock.now();
+    const pem = (generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }) as string).trimEnd().split("\n");
+    const line = (message: string, i: number, host = "web-1") => ({ project: project.id, environment: "production", service: "keyprint", level: "info" as const, message, target: "stdout", timestamp: now - 500 + i, host });
+    const lines = ["writing the key", ...pem, "key written"];
+    // Two batches, split inside the key, and a line of another replica in between.
+    await appendPlatformLogs(t.core, lines.slice(0, 3).map((m, i) => line(m, i)));
+    await appendPlatformLogs(t.core, [line(pem[2], 10, "web-2"), ...lines.slice(3).map((m, i) => line(m, 20 + i))]);
+    await existingWriter(t.core)?.flush();
+    const entries = (await logs("service=keyprint&limit=50")) as Array<{ message: string; host: string }>;
+    const web1 = entries.filter((e) => e.host === "web-1").map((e) => e.message).reverse();
+    expect(web1[0]).toBe("writing the key");
+    expect(web1.at(-1)).toBe("key written");
+    expect(web1.slice(1, -1).every((m) => m === "[redacted]")).toBe(true);
+    // web-2 never printed a BEGIN line: its line is not a key to it (it is still stored as printed).
+    expect(entries.find((e) => e.host === "web-2")!.message).toBe(pem[2]);
+    for (const body of pem.slice(1, -1)) expect(web1.join("\n")).not.toContain(body);
   });
 });

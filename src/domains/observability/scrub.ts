@@ -38,11 +38,15 @@ function card(match: string): string {
   return digits.length >= 13 && digits.length <= 19 && luhn(digits) ? "[card]" : match;
 }
 
+/** `text` with emails and card numbers replaced (the secret shapes are masked by the caller). */
+export function scrubPersonal(text: string): string {
+  return PII.test(text) ? text.replace(EMAIL, "[email]").replace(CARD, card) : text;
+}
+
 /** `text` with secrets, credentials, emails and card numbers replaced. */
 export function scrub(text: string): string {
   if (text.length < 4) return text;
-  const out = redactSecrets(text);
-  return PII.test(out) ? out.replace(EMAIL, "[email]").replace(CARD, card) : out;
+  return scrubPersonal(redactSecrets(text));
 }
 
 /** `scrub` for optional values. */

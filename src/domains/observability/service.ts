@@ -8,7 +8,8 @@
 import type { Core } from "../../core/core";
 import { OpsError } from "../../core/errors";
 import { keyable } from "./keys";
-import { scrub } from "./scrub";
+import { scrub, scrubPersonal } from "./scrub";
+import { SecretLineFilter } from "../../core/secret-redact";
 import { MAX_MESSAGE_CHARS, FUTURE_SLACK_MS } from "./ingest";
 import { severityRange, type LevelName, type LogRow } from "./rows";
 import { writerOf } from "./writer";
@@ -33,9 +34,30 @@ export interface PlatformLogEntry {
   host?: string;
 }
 
+const FILTERS_KEY = "observability.platform-line-filters";
+/** Streams whose line filter is kept (the most recently written); an older stream starts afresh. */
+const MAX_STREAMS = 4096;
+
+/**
+ * The secret-shape filter of one stream of lines (a replica's stdout, a build's log …): output
+ * arrives line by line, and a private key printed line by line is recognised only across lines.
+ */
+function lineFilterOf(core: Core, e: PlatformLogEntry): SecretLineFilter {
+  let filters = core.locals.get(FILTERS_KEY) as Map<string, SecretLineFilter> | undefined;
+  if (!filters) core.locals.set(FILTERS_KEY, (filters = new Map()));
+  const key = `${e.project}\u0000${e.environment}\u0000${e.service}\u0000${e.target}\u0000${e.host ?? ""}`;
+  let f = filters.get(key);
+  if (f) filters.delete(key);
+  else f = new SecretLineFilter();
+  filters.set(key, f);
+  if (filters.size > MAX_STREAMS) filters.delete(filters.keys().next().value!);
+  return f;
+}
+
 /**
  * Write platform log lines into the telemetry store, as one batch: scrubbed like ingested lines
- * (secrets, credentials, emails and card numbers never reach telemetry.db), searchable at once by
+ * (secrets, credentials, emails and card numbers never reach telemetry.db; a private key printed
+ * line by line is masked through its END line, per stream of lines), searchable at once by
  * anyone with `obs.read` in the project. Resolves when the lines are committed. Rejects with
  * `rate_limited` (429) while the writer's backlog is full and `unavailable` (503) while ops shuts
  * down: the caller keeps its own copy (e.g. job-run lines in ops.db) and should not retry in a
@@ -51,7 +73,7 @@ export function appendPlatformLogs(core: Core, entries: readonly PlatformLogEntr
     let ms = e.timestamp > now + FUTURE_SLACK_MS ? now : e.timestamp;
     if (!Number.isFinite(ms)) ms = now;
     if (!keyable(ms) || ms < oldest) continue;
-    const message = scrub(e.message.length > MAX_MESSAGE_CHARS ? `${e.message.slice(0, MAX_MESSAGE_CHARS)}…` : e.message);
+    const message = scrubPersonal(lineFilterOf(core, e).filter(e.message.length > MAX_MESSAGE_CHARS ? `${e.message.slice(0, MAX_MESSAGE_CHARS)}…` : e.message));
     logs.push({
       ms,
       project: e.project,
