@@ -16,7 +16,8 @@ let alpha: BuildWorld;
 let beta: BuildWorld;
 
 beforeAll(async () => {
-  t = await buildsApp();
+  // A step limit well past the test's length: alpha's build must still be running when beta's ends.
+  t = await buildsApp({ OPS_BUILD_STEP_TIMEOUT_SECS: "900" });
   alpha = await buildWorld(t);
   beta = await buildWorld(t);
 }, 120_000);

@@ -50,6 +50,11 @@ export interface BuildPlan {
   from: "ops.toml" | "service";
 }
 
+/**
+ * The first gate, on the text: not absolute, no `..`. The filesystem check comes when the commit
+ * is checked out: steps.ts resolves the context and the Dockerfile inside it component by
+ * component (src/core/inside.ts), so a symlink that leads out of the checkout is refused there.
+ */
 function relInside(p: string): boolean {
   return !path.isAbsolute(p) && !p.split(/[\\/]/).includes("..");
 }
