@@ -69,6 +69,15 @@ export function NotificationsPage(props: { onRead(): void }) {
     }
   }
 
+  if (items === null || !projects.data) {
+    // One placeholder until both the inbox and the projects are here, so nothing moves after.
+    return (
+      <section aria-labelledby="inbox-title">
+        <h1 id="inbox-title">Notifications</h1>
+        <Pending what="notifications" error={error ?? projects.error} tall />
+      </section>
+    );
+  }
   return (
     <section aria-labelledby="inbox-title">
       <h1 id="inbox-title">Notifications</h1>
@@ -79,9 +88,7 @@ export function NotificationsPage(props: { onRead(): void }) {
         </button>
       </div>
       {error && <Alert>{error}</Alert>}
-      {items === null ? (
-        <Pending what="notifications" error={null} tall />
-      ) : items.length === 0 ? (
+      {items.length === 0 ? (
         <Empty>{unreadOnly ? "Nothing unread." : "No notifications yet."}</Empty>
       ) : (
         <Scroll>
@@ -120,13 +127,13 @@ export function NotificationsPage(props: { onRead(): void }) {
           </table>
         </Scroll>
       )}
-      {more && items && (
+      {more && (
         <button type="button" onClick={() => void page(items[items.length - 1]?.id ?? null)}>
           Older notifications
         </button>
       )}
       <h2>Settings</h2>
-      {projects.data ? projects.data.length === 0 ? <Empty>Settings are per project; you have none yet.</Empty> : <Settings projects={projects.data} onLabels={setLabels} /> : <Pending what="your projects" error={projects.error} />}
+      {projects.data.length === 0 ? <Empty>Settings are per project; you have none yet.</Empty> : <Settings projects={projects.data} onLabels={setLabels} />}
     </section>
   );
 }

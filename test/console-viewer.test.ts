@@ -1,0 +1,108 @@
+/**
+ * A viewer's console offers no action the API would refuse: a viewer opens every project page and
+ * the estate pages they can reach on a 360 px wide screen, and presses every button the page
+ * offers as usable (confirmations included); no request is refused with 403. Each page fits the
+ * narrow screen without scrolling sideways, and does not jump when its data arrives.
+ */
+import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import { createTestApp, expectStatus, type TestApp } from "./harness";
+import { makePerson, makeProject, type Person } from "./fixtures";
+import { launchChromium, layoutShift, problemsOf, shot, signIn, sidewaysOverflow, watchedContext, WallClock } from "./chromium";
+
+setDefaultTimeout(300_000);
+
+const SLUG = "corner-cafe";
+let t: TestApp;
+let browser: Browser;
+let vera: Person;
+
+beforeAll(async () => {
+  t = await createTestApp({ clock: new WallClock() });
+  makeProject(t, SLUG);
+  const owner = await makePerson(t, [{ role: "owner", project: SLUG }]);
+  vera = await makePerson(t, [{ role: "viewer", project: SLUG }], { email: "vera@ops.test", password: "correct-horse-battery" });
+  const base = `/api/v1/projects/${SLUG}`;
+  const put = async (path: string, body: unknown, status = 201) => expectStatus(await t.request("POST", `${base}${path}`, { token: owner.session, body }), status);
+  await put("/resources/secret-group", { name: "web-env", spec: { variables: [{ name: "API_KEY", kind: "secret" }] } });
+  await expectStatus(await t.request("PUT", `${base}/resources/secret-group/web-env/variables/API_KEY`, { token: owner.session, body: { value: "viewer-never-sees-this" } }), 200);
+  await put("/resources/service", { name: "web", spec: { image: `${SLUG}/web:1`, env_group: "web-env", replicas: 0 } });
+  await put("/resources/job", { name: "cleanup", spec: { command: "true" } });
+  await expectStatus(await t.request("PUT", `${base}/secrets/web/TOKEN`, { token: owner.session, body: { value: "unit-value" } }), 204);
+  browser = await launchChromium();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+/** Press every button offered as usable, again after each press (dialogs bring new ones). */
+async function pressEverything(page: Page): Promise<number> {
+  let pressed = 0;
+  for (let i = 0; i < 30; i++) {
+    const buttons = page.locator("main button:visible:not([disabled]):not([aria-disabled='true'])");
+    const count = await buttons.count();
+    if (i >= count) break;
+    await buttons.nth(i).click({ timeout: 2000 }).catch(() => undefined);
+    pressed++;
+    await page.waitForTimeout(250);
+  }
+  return pressed;
+}
+
+describe("a viewer's console in chromium at 360 px", () => {
+  test("every page: pressing every offered button draws no 403; nothing scrolls sideways; no layout jump", async () => {
+    const context = await watchedContext(browser, { width: 360, height: 780 });
+    const page = await context.newPage();
+    const problems = problemsOf(page);
+    const refused: string[] = [];
+    page.on("response", (r) => {
+      if (r.status() === 403) refused.push(`${r.request().method()} ${new URL(r.url()).pathname}`);
+    });
+    await page.goto(`${t.url}/projects/${SLUG}/resources`);
+    await signIn(page, vera);
+    await page.getByRole("heading", { name: "Resources", exact: true }).waitFor();
+
+    const pages = [
+      `/projects/${SLUG}`,
+      `/projects/${SLUG}/resources`,
+      `/projects/${SLUG}/resources/job/cleanup?environment=production`,
+      `/projects/${SLUG}/resources/service/web?environment=production`,
+      `/projects/${SLUG}/secrets`,
+      `/projects/${SLUG}/secrets/services`,
+      `/projects/${SLUG}/packages`,
+      `/projects/${SLUG}/access`,
+      `/projects/${SLUG}/access/roles`,
+      `/projects/${SLUG}/settings`,
+      "/notifications",
+      "/cli",
+    ];
+    const report: string[] = [];
+    for (const path of pages) {
+      await page.goto(`${t.url}${path}`);
+      await page.locator("main h1, main h2").first().waitFor();
+      await page.locator("[aria-busy='true']").first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => undefined);
+      await page.waitForTimeout(300);
+      const shift = await layoutShift(page);
+      const overflow = await sidewaysOverflow(page);
+      const wide = overflow > 0 ? await page.evaluate(() => [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 5).map((e) => `${e.tagName}.${e.className}`).join(" ")) : "";
+      report.push(`${path}: shift ${shift.toFixed(3)}, overflow ${overflow}px ${wide}`);
+      if (overflow > 0) console.log(report.at(-1));
+      expect([path, overflow <= 0]).toEqual([path, true]);
+      expect([path, shift < 0.1]).toEqual([path, true]);
+      await pressEverything(page);
+    }
+    await page.goto(`${t.url}/projects/${SLUG}/secrets`);
+    await page.getByRole("heading", { name: "Variables of web-env" }).waitFor();
+    await shot(page, "viewer-360-secrets");
+    await page.goto(`${t.url}/projects/${SLUG}/resources`);
+    await page.locator("table.resources").waitFor();
+    await shot(page, "viewer-360-resources");
+    expect(refused).toEqual([]);
+    expect(problems).toEqual([]);
+    expect(await page.content()).not.toContain("viewer-never-sees-this");
+    console.log(report.join("\n"));
+    await context.close();
+  });
+});
