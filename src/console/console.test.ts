@@ -69,3 +69,20 @@ describe("the compiled binary embeds the console", () => {
     }
   }, 60_000);
 });
+
+describe("the console's shape", () => {
+  test("no screen imports another screen: shared pieces live in ui.tsx and widgets/, sections.tsx picks the pages", async () => {
+    const { Glob } = await import("bun");
+    const root = path.join(import.meta.dir, "screens");
+    const offending: string[] = [];
+    for await (const file of new Glob("**/*.tsx").scan(root)) {
+      if (file.endsWith(".test.tsx")) continue;
+      const text = await Bun.file(path.join(root, file)).text();
+      for (const m of text.matchAll(/from "(\.[^"]+)"/g)) {
+        const target = path.resolve(path.dirname(path.join(root, file)), m[1] as string);
+        if (target.startsWith(root + path.sep)) offending.push(`${file} imports ${m[1]}`);
+      }
+    }
+    expect(offending).toEqual([]);
+  });
+});

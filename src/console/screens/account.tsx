@@ -6,7 +6,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Me, type Session, type Token } from "../api";
 import { Alert, QrCode, when } from "../ui";
-import { McpCard } from "./account-mcp";
+import { McpCard } from "../widgets/account-mcp";
 
 function message(e: unknown): string {
   return e instanceof ApiError ? e.message : "That did not work.";

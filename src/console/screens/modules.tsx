@@ -9,7 +9,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, when } from "../ui";
 import type { SectionProps } from "../frame";
-import { renderMarkdown } from "./modules-markdown";
+import { renderMarkdown } from "../widgets/markdown";
 
 interface ModuleConsumer {
   package: string;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { decodeHTMLAttribute } from "entities/decode";
-import { renderMarkdown, safeHref } from "./modules-markdown";
+import { renderMarkdown, safeHref } from "./markdown";
 
 /** Every href in the HTML, as the browser reads it (HTMLRewriter gives the raw text; one round of attribute decoding). */
 async function hrefs(html: string): Promise<string[]> {
