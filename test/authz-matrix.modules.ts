@@ -4,7 +4,7 @@
  * records a module list as a complete publish would, so every allowed caller reaches the notes.
  */
 import { registerMatrixDomain, guarded, type World, type MatrixRow } from "./authz-matrix";
-import { recordPlanForReads } from "../src/domains/modules/testing";
+import { recordPlanForReads } from "./support/modules";
 
 function recorded(w: World): void {
   if (w.vars.modulesRecorded) return;

@@ -11,7 +11,7 @@ import type { ProjectRef } from "../src/core/core";
 import { claimPackage } from "../src/domains/registries/service";
 import { createBundle, registerVersion } from "../src/domains/translations/service";
 import { makePerson } from "./fixtures";
-import { publishNpm } from "../src/domains/translations/testing";
+import { publishNpm } from "./support/translations";
 
 const TR = (w: World) => `/api/v1/projects/${w.project.slug}/translations`;
 const PKG = "@ops/matrix-tms-kit";

@@ -10,12 +10,12 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:
 import path from "node:path";
 import { createTestApp, tempDir, type TestApp } from "./harness";
 import { SYSTEM_ACTOR } from "../src/core/audit";
-import { registryCast, type RegistryCast } from "../src/domains/registries/testing";
+import { registryCast, type RegistryCast } from "./support/registries";
 import { pushImage } from "../src/domains/registries/service";
 import { runContainerBuild, INSTALL_BUILDAH, type ContainerBuildSpec } from "../src/adapters/builder/container";
 import type { BuildLine } from "../src/adapters/builder/types";
 import { runsAsRoot } from "../src/adapters/builder/sandbox";
-import { skopeo } from "../src/domains/builds/testing";
+import { skopeo } from "./support/builds";
 
 let t: TestApp;
 let cast: RegistryCast;

@@ -9,7 +9,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { tempDir } from "./harness";
-import { tarGz } from "../src/domains/registries/testing";
+import { tarGz } from "./support/registries";
 import { runNativeBuild } from "../src/adapters/builder/native";
 import { createMemoryCgroup } from "../src/adapters/sandbox/cgroups";
 import { builderJoinArgv, releaseLimit } from "../src/adapters/builder/limits";

@@ -15,8 +15,8 @@ import { buildsApp, buildWorld, drain, ENV_GROUP, getBuild, logText, manualBuild
 import { databaseText, projectWithOwner } from "./resources-helpers";
 import { sources } from "../src/domains/sources/tables";
 import { existingWriter } from "../src/domains/observability/writer";
-import { run } from "../src/domains/registries/testing";
-import { skopeo } from "../src/domains/builds/testing";
+import { run } from "./support/registries";
+import { skopeo } from "./support/builds";
 import { SIGNATURE_ANNOTATION, SIMPLE_SIGNING } from "../src/domains/builds/signing";
 import { gitRecords } from "../src/adapters/codehost/builtin/tables";
 import { notices } from "../src/domains/notifications/tables";

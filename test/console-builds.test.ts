@@ -12,7 +12,7 @@ import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { launchChromium, shot, WallClock } from "./chromium";
 import type { TestApp } from "./harness";
 import { buildsApp, buildWorld, drain, manualBuild, opsToml, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
-import { claimModuleNames } from "../src/domains/modules/testing";
+import { claimModuleNames } from "./support/modules";
 import { git } from "./sources-git-helpers";
 
 setDefaultTimeout(120_000);

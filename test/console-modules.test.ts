@@ -11,9 +11,9 @@ import { type Browser, type BrowserContext } from "playwright-core";
 import { launchChromium, shot } from "./chromium";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
-import { publishNpm } from "../src/domains/translations/testing";
-import { cargoMetadata, cargoPublishBody, crateArchive } from "../src/domains/registries/testing";
-import { claimModuleNames, recordPlanForReads } from "../src/domains/modules/testing";
+import { publishNpm } from "./support/translations";
+import { cargoMetadata, cargoPublishBody, crateArchive } from "./support/registries";
+import { claimModuleNames, recordPlanForReads } from "./support/modules";
 import { recordConsumers } from "../src/domains/modules/service";
 
 let t: TestApp;

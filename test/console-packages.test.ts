@@ -11,7 +11,7 @@ import type { Browser } from "playwright-core";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "./harness";
 import { makePerson, makeProject, mintToken, type Person } from "./fixtures";
 import { launchChromium, problemsOf, shot, signIn, watchedContext, WallClock } from "./chromium";
-import { run, writeTree } from "../src/domains/registries/testing";
+import { run, writeTree } from "./support/registries";
 
 setDefaultTimeout(120_000);
 

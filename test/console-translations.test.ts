@@ -11,7 +11,7 @@ import { type Browser, type BrowserContext } from "playwright-core";
 import { launchChromium, shot } from "./chromium";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
-import { tr, putEntry, createBundle, claimNpm, publishNpm } from "../src/domains/translations/testing";
+import { tr, putEntry, createBundle, claimNpm, publishNpm } from "./support/translations";
 
 let t: TestApp;
 let browser: Browser;

@@ -17,7 +17,7 @@ import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject } from "./fixtures";
 import { defaultHostOf, listenIngress, pushApp, viaIngress } from "./deploy-fixtures";
 import { skopeoPush, writeTestImage } from "./runtime-fixtures";
-import { registryCast, type RegistryCast } from "../src/domains/registries/testing";
+import { registryCast, type RegistryCast } from "./support/registries";
 import { auditLog } from "../src/core/tables";
 import { notices } from "../src/domains/notifications/tables";
 

@@ -12,7 +12,7 @@ import type { ProjectRef } from "../src/core/core";
 import { OpsError } from "../src/core/errors";
 import { publishCargoInProcess, publishNpmInProcess, isPublished, type InProcessPublisher } from "../src/domains/registries/shared/publish";
 import { claimPackage } from "../src/domains/registries/service";
-import { cargoMetadata, cargoPublishBody, crateArchive, npmPublishBody, npmTarball } from "../src/domains/registries/testing";
+import { cargoMetadata, cargoPublishBody, crateArchive, npmPublishBody, npmTarball } from "./support/registries";
 
 let t: TestApp;
 let by: InProcessPublisher;

@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { createTestApp, freePort, tempDir, type TestApp } from "./harness";
 import { prepareTestImage, until, type PreparedImage } from "./runtime-fixtures";
-import { run } from "../src/domains/registries/testing";
+import { run } from "./support/registries";
 import { createProcessRuntime } from "../src/adapters/runtime/process-runtime";
 import { createIngress, defaultHost, type Ingress, type ServiceRef, type Upstream } from "../src/adapters/ingress";
 import type { ReplicaStatus, Runtime } from "../src/adapters/runtime/types";

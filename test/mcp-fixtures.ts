@@ -14,7 +14,7 @@ import { makeMachine } from "./fixtures";
 import { buildWorld, type BuildWorld } from "./builds-fixtures";
 import { pushApp } from "./deploy-fixtures";
 import { makeLogs, exportLogs, makeSpans, exportSpans, meters, exportMetrics, SeverityNumber } from "./obs-clients";
-import { createBundle } from "../src/domains/translations/testing";
+import { createBundle } from "./support/translations";
 
 export const ROOT = path.resolve(import.meta.dir, "..");
 

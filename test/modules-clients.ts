@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { tempDir, freePort, type TestApp } from "./harness";
-import { run, writeTree, type RunResult } from "../src/domains/registries/testing";
+import { run, writeTree, type RunResult } from "./support/registries";
 
 export interface Consumers {
   /** Build a binary crate depending on `deps` (Cargo.toml lines); returns the build, the binary's stdout and Cargo.lock. */

@@ -17,13 +17,13 @@ import { rmSync } from "node:fs";
 import { expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, mintToken, type Person } from "./fixtures";
 import { buildsApp, buildsDataDir, drain, opsToml, SAMPLE_APP, LocalRepo } from "./builds-fixtures";
-import { writeTree } from "../src/domains/registries/testing";
+import { writeTree } from "./support/registries";
 import { PUSH, type PushEvent } from "../src/domains/sources/service";
 import { getBuildRow, type BuildResponse } from "../src/domains/builds/service";
 import { buildsModule } from "../src/domains/builds";
 import { schedulerItems } from "../src/core/tables";
 import { gitRecords } from "../src/adapters/codehost/builtin/tables";
-import { modulesRepo, claimModuleNames } from "../src/domains/modules/testing";
+import { modulesRepo, claimModuleNames } from "./support/modules";
 import { consumers, flakyServer, fetchingPrepack } from "./modules-clients";
 import { git, cloneUrl, workDir } from "./sources-git-helpers";
 

@@ -13,11 +13,11 @@ import { chmodSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "./harness";
 import { makePerson, makeProject, mintToken, type Person } from "./fixtures";
-import { writeTree } from "../src/domains/registries/testing";
+import { writeTree } from "./support/registries";
 import { SYSTEM_ACTOR } from "../src/core/audit";
 import type { ProjectRef } from "../src/core/core";
 import { planModules, publishCrates, publishLayers, publishLocales, publishModules, PackFailure, recordConsumers, resolutionsIn, type PublishContext, type ModulePlan } from "../src/domains/modules/service";
-import { modulesRepo, claimModuleNames } from "../src/domains/modules/testing";
+import { modulesRepo, claimModuleNames } from "./support/modules";
 import { consumers, flakyServer, fetchingPrepack } from "./modules-clients";
 
 let t: TestApp;

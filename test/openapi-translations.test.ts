@@ -6,7 +6,7 @@
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makeOwner } from "./fixtures";
-import { tmsCast, tr, putEntry, createBundle, claimNpm, publishNpm, type TmsCast } from "../src/domains/translations/testing";
+import { tmsCast, tr, putEntry, createBundle, claimNpm, publishNpm, type TmsCast } from "./support/translations";
 
 type Op = { responses: Record<string, { content?: Record<string, { schema: unknown }> }>; requestBody?: { content: Record<string, { schema: unknown }> }; "x-permission"?: string };
 let t: TestApp;

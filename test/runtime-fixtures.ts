@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { create as tarCreate } from "tar";
 import { expect } from "bun:test";
 import { tempDir, type TestApp } from "./harness";
-import { registryCast, run, writeTree, type RegistryCast } from "../src/domains/registries/testing";
+import { registryCast, run, writeTree, type RegistryCast } from "./support/registries";
 import { readImage, type PulledImage } from "../src/domains/registries/oci/pull";
 import { unpackImage } from "../src/adapters/runtime/unpack";
 import type { RuntimeImage } from "../src/adapters/runtime/types";

@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { createTestApp, tempDir, type TestApp } from "./harness";
 import { prepareTestImage, skopeoPush, until, writeTestImage, type PreparedImage } from "./runtime-fixtures";
-import { registryCast } from "../src/domains/registries/testing";
+import { registryCast } from "./support/registries";
 import { createProcessRuntime } from "../src/adapters/runtime/process-runtime";
 import { createDockerRuntime } from "../src/adapters/runtime/docker";
 import { detectMemoryController } from "../src/adapters/sandbox/cgroups";

@@ -13,12 +13,12 @@ import { desc } from "drizzle-orm";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "./harness";
 import { auditLog } from "../src/core/tables";
 import { SYSTEM_ACTOR } from "../src/core/audit";
-import { registryCast, run, type RegistryCast } from "../src/domains/registries/testing";
+import { registryCast, run, type RegistryCast } from "./support/registries";
 import { pushImage, storedBlob, storedManifest } from "../src/domains/registries/service";
 import { packImage, type PackedImage } from "../src/domains/builds/image";
 import { ensureSigningKey, signImage, signatureTag, signingKeyPath, verifyImageSignature, SIGNATURE_ANNOTATION, SIMPLE_SIGNING } from "../src/domains/builds/signing";
 import { buildsModule } from "../src/domains/builds";
-import { skopeo } from "../src/domains/builds/testing";
+import { skopeo } from "./support/builds";
 
 let t: TestApp;
 let cast: RegistryCast;

@@ -13,7 +13,7 @@ import i18next from "i18next";
 import { IntlMessageFormat } from "intl-messageformat";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
-import { tmsCast, tr, putEntry, createBundle, claimNpm, publishNpm, type TmsCast } from "../src/domains/translations/testing";
+import { tmsCast, tr, putEntry, createBundle, claimNpm, publishNpm, type TmsCast } from "./support/translations";
 
 let t: TestApp;
 let c: TmsCast;

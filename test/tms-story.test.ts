@@ -7,7 +7,7 @@
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
-import { tmsCast, tr, claimNpm, publishNpm, createBundle, type TmsCast } from "../src/domains/translations/testing";
+import { tmsCast, tr, claimNpm, publishNpm, createBundle, type TmsCast } from "./support/translations";
 import { ensurePackageBundle, registerVersion } from "../src/domains/translations/service";
 import { SYSTEM_ACTOR } from "../src/core/audit";
 

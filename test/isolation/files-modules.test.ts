@@ -12,8 +12,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expectStatus, type TestApp } from "../harness";
 import { buildsApp, buildWorld, drain, getBuild, logText, type BuildWorld } from "../builds-fixtures";
-import { claimModuleNames } from "../../src/domains/modules/testing";
-import { run } from "../../src/domains/registries/testing";
+import { claimModuleNames } from "../support/modules";
+import { run } from "../support/registries";
 import type { BuildResponse } from "../../src/domains/builds/model";
 import { pushTree, rootOnlyFolder, type RootOnly } from "./files-support";
 

@@ -10,8 +10,8 @@ import { readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { tempDir, type TestApp } from "../harness";
 import { buildsApp, buildWorld, drain, getBuild, logText, manualBuild, SAMPLE_APP, type BuildWorld } from "../builds-fixtures";
-import { run } from "../../src/domains/registries/testing";
-import { skopeo } from "../../src/domains/builds/testing";
+import { run } from "../support/registries";
+import { skopeo } from "../support/builds";
 import { pushTree } from "./files-support";
 
 let t: TestApp;

@@ -11,10 +11,10 @@ import { createTestApp, expectStatus, tempDir, type TestApp } from "../../../tes
 import { makePerson } from "../../../test/fixtures";
 import { auditLog } from "../../core/tables";
 import { SYSTEM_ACTOR } from "../../core/audit";
-import { registryCast, type RegistryCast } from "../registries/testing";
+import { registryCast, type RegistryCast } from "../../../test/support/registries";
 import { pushImage, storedManifest, storedBlob } from "../registries/service";
 import { packImage, type PackedImage } from "./image";
-import { skopeo } from "./testing";
+import { skopeo } from "../../../test/support/builds";
 
 let t: TestApp;
 let cast: RegistryCast;

@@ -7,7 +7,7 @@ import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { chmodSync, linkSync, mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { tempDir } from "../../../test/harness";
-import { run } from "../registries/testing";
+import { run } from "../../../test/support/registries";
 import { packImage, packLayer, ImageRefused, type ImageSpec } from "./image";
 
 let root: string;

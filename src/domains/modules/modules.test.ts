@@ -8,7 +8,7 @@ import { symlinkSync } from "node:fs";
 import path from "node:path";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "../../../test/harness";
 import { makePerson, makeProject, type Person } from "../../../test/fixtures";
-import { writeTree } from "../registries/testing";
+import { writeTree } from "../../../test/support/registries";
 import { SYSTEM_ACTOR } from "../../core/audit";
 import type { ProjectRef } from "../../core/core";
 import { tagVersion, planModules, PlanRefused, orderModules } from "./plan";
@@ -18,7 +18,7 @@ import { stringifyToml } from "./toml";
 import { normaliseReq } from "./metadata";
 import { npmResolutions, cargoResolutions } from "./lockfiles";
 import { recordConsumers, recordPart } from "./store";
-import { modulesRepo, claimModuleNames, recordPlanForReads, ALPHA_CHANGELOG } from "./testing";
+import { modulesRepo, claimModuleNames, recordPlanForReads, ALPHA_CHANGELOG } from "../../../test/support/modules";
 
 let t: TestApp;
 let dev: Person;
@@ -212,7 +212,7 @@ describe("the plan", () => {
     const ref = t.core.access.findProject("dup")!;
     const owner = await makePerson(t, [{ role: "developer", project: "dup" }]);
     await claimModuleNames(t, "dup", owner, ["delta"]);
-    const { publishNpm } = await import("../translations/testing");
+    const { publishNpm } = await import("../../../test/support/translations");
     await publishNpm(t, owner, "@ops/delta", "1.0.0");
     const dir = repo({ "modules/delta/package.json": JSON.stringify({ name: "delta" }) });
     expect(refusal(() => planModules(t.core, { project: ref, treeDir: dir, tag: "v1.0.0", commit: "c1" }))).toEqual(["@ops/delta@1.0.0 is already published; a tag publishes a new version"]);

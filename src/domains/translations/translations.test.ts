@@ -5,7 +5,7 @@
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "../../../test/harness";
-import { tmsCast, tr, putEntry, createBundle, claimNpm, publishNpm, type TmsCast } from "./testing";
+import { tmsCast, tr, putEntry, createBundle, claimNpm, publishNpm, type TmsCast } from "../../../test/support/translations";
 
 let t: TestApp;
 let c: TmsCast;

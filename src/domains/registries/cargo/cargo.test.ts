@@ -7,7 +7,7 @@ import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createHash } from "node:crypto";
 import { desc } from "drizzle-orm";
 import { createTestApp, expectStatus, type TestApp } from "../../../../test/harness";
-import { registryCast, claim, cargoPublishBody, cargoMetadata, crateArchive, type RegistryCast } from "../testing";
+import { registryCast, claim, cargoPublishBody, cargoMetadata, crateArchive, type RegistryCast } from "../../../../test/support/registries";
 import { auditLog } from "../../../core/tables";
 
 let t: TestApp;

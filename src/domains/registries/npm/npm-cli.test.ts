@@ -7,7 +7,7 @@ import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import path from "node:path";
 import { createTestApp, tempDir, type TestApp } from "../../../../test/harness";
-import { registryCast, claim, run, writeTree, type RegistryCast } from "../testing";
+import { registryCast, claim, run, writeTree, type RegistryCast } from "../../../../test/support/registries";
 
 let t: TestApp;
 let cast: RegistryCast;

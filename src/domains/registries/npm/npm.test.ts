@@ -5,7 +5,7 @@
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createHash } from "node:crypto";
 import { createTestApp, expectStatus, type TestApp } from "../../../../test/harness";
-import { registryCast, claim, npmPublishBody, npmTarball, type RegistryCast } from "../testing";
+import { registryCast, claim, npmPublishBody, npmTarball, type RegistryCast } from "../../../../test/support/registries";
 import { packageDocuments } from "../shared/tables";
 import { auditLog } from "../../../core/tables";
 import { desc } from "drizzle-orm";

@@ -10,7 +10,7 @@ import path from "node:path";
 import { count, desc } from "drizzle-orm";
 import { decodeJwt, decodeProtectedHeader } from "jose";
 import { createTestApp, expectStatus, type TestApp } from "../../../../test/harness";
-import { registryCast, type RegistryCast } from "../testing";
+import { registryCast, type RegistryCast } from "../../../../test/support/registries";
 import { auditLog } from "../../../core/tables";
 import { ociUploads } from "./tables";
 import { keyPath } from "./keys";

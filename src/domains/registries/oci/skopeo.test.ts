@@ -8,9 +8,9 @@ import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { createHash } from "node:crypto";
 import { createTestApp, tempDir, expectStatus, type TestApp } from "../../../../test/harness";
-import { registryCast, run, tarGz, type RegistryCast } from "../testing";
+import { registryCast, run, tarGz, type RegistryCast } from "../../../../test/support/registries";
 import { create as tarCreate } from "tar";
-import { writeTree } from "../testing";
+import { writeTree } from "../../../../test/support/registries";
 
 let t: TestApp;
 let cast: RegistryCast;

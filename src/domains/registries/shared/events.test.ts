@@ -5,7 +5,7 @@
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "../../../../test/harness";
-import { registryCast, claim, npmPublishBody, npmTarball, cargoPublishBody, cargoMetadata, crateArchive, type RegistryCast } from "../testing";
+import { registryCast, claim, npmPublishBody, npmTarball, cargoPublishBody, cargoMetadata, crateArchive, type RegistryCast } from "../../../../test/support/registries";
 
 let t: TestApp;
 let cast: RegistryCast;

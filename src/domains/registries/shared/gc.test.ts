@@ -8,12 +8,12 @@ import { writeFileSync, existsSync, utimesSync } from "node:fs";
 import path from "node:path";
 import { count } from "drizzle-orm";
 import { createTestApp, expectStatus, type TestApp } from "../../../../test/harness";
-import { registryCast, claim, npmPublishBody, type RegistryCast } from "../testing";
+import { registryCast, claim, npmPublishBody, type RegistryCast } from "../../../../test/support/registries";
 import { putBlob } from "./blobs";
 import { GC_TASK, collectGarbage } from "./gc";
 import { registryBlobs, packageFiles } from "./tables";
 import { ociUploads } from "../oci/tables";
-import { tarGz } from "../testing";
+import { tarGz } from "../../../../test/support/registries";
 
 let t: TestApp;
 let cast: RegistryCast;

@@ -9,7 +9,7 @@ import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { count } from "drizzle-orm";
 import { createTestApp, expectStatus, type TestApp } from "../../../../test/harness";
-import { registryCast, claim, npmPublishBody, cargoPublishBody, cargoMetadata, rawTarGz, tarGz, type RawEntry, type RegistryCast } from "../testing";
+import { registryCast, claim, npmPublishBody, cargoPublishBody, cargoMetadata, rawTarGz, tarGz, type RawEntry, type RegistryCast } from "../../../../test/support/registries";
 import { inspectTarGz, ArchiveError } from "./archive";
 import { packageVersions, registryBlobs } from "./tables";
 

@@ -5,7 +5,7 @@ import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { desc } from "drizzle-orm";
 import { createTestApp, expectStatus, type TestApp } from "../../../../test/harness";
 import { makePerson, makeProject } from "../../../../test/fixtures";
-import { registryCast, claim, npmPublishBody, npmTarball, cargoPublishBody, cargoMetadata, crateArchive, type RegistryCast } from "../testing";
+import { registryCast, claim, npmPublishBody, npmTarball, cargoPublishBody, cargoMetadata, crateArchive, type RegistryCast } from "../../../../test/support/registries";
 import { auditLog } from "../../../core/tables";
 
 let t: TestApp;

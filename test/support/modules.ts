@@ -4,12 +4,12 @@
  * depend on alpha's, changelog) — the claims its project needs, and a plan recorded without the
  * registries for tests of the reads alone.
  */
-import type { TestApp } from "../../../test/harness";
-import type { Person } from "../../../test/fixtures";
-import { SYSTEM_ACTOR } from "../../core/audit";
-import type { ProjectRef } from "../../core/core";
-import { recordModuleSet } from "./store";
-import type { ModulePlan } from "./plan";
+import type { TestApp } from "../harness";
+import type { Person } from "../fixtures";
+import { SYSTEM_ACTOR } from "../../src/core/audit";
+import type { ProjectRef } from "../../src/core/core";
+import { recordModuleSet } from "../../src/domains/modules/store";
+import type { ModulePlan } from "../../src/domains/modules/plan";
 
 export const ALPHA_CHANGELOG = `# Changelog
 

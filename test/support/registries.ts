@@ -7,10 +7,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createHash } from "node:crypto";
 import { create as tarCreate } from "tar";
-import type { TestApp } from "../../../test/harness";
-import { tempDir } from "../../../test/harness";
-import { makePerson, makeProject, mintToken, type Person } from "../../../test/fixtures";
-import type { ProjectRow } from "../access/service";
+import type { TestApp } from "../harness";
+import { tempDir } from "../harness";
+import { makePerson, makeProject, mintToken, type Person } from "../fixtures";
+import type { ProjectRow } from "../../src/domains/access/service";
 
 export interface RegistryCast {
   project: ProjectRow;
@@ -103,7 +103,7 @@ export function npmTarball(name: string, version: string, extra: Record<string, 
   return tarGz({ "package/package.json": JSON.stringify({ name, version, ...extra }), "package/index.js": "module.exports = 1;\n" });
 }
 
-export { cargoPublishBody } from "./cargo/service";
+export { cargoPublishBody } from "../../src/domains/registries/cargo/service";
 
 /** Minimal cargo publish metadata. */
 export function cargoMetadata(name: string, vers: string, deps: unknown[] = []): Record<string, unknown> {

@@ -3,11 +3,11 @@
  * and packages read/write), a viewer of the first, and package versions published through the
  * real npm protocol route so a package bundle has versions to register.
  */
-import type { TestApp } from "../../../test/harness";
-import { expectStatus } from "../../../test/harness";
-import { makePerson, makeProject, type Person } from "../../../test/fixtures";
-import type { ProjectRow } from "../access/service";
-import { npmPublishBody, npmTarball } from "../registries/testing";
+import type { TestApp } from "../harness";
+import { expectStatus } from "../harness";
+import { makePerson, makeProject, type Person } from "../fixtures";
+import type { ProjectRow } from "../../src/domains/access/service";
+import { npmPublishBody, npmTarball } from "./registries";
 
 export interface TmsCast {
   a: ProjectRow;

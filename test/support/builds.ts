@@ -3,8 +3,8 @@
  * throwaway home so no auth file or policy of the machine's user is used.
  */
 import path from "node:path";
-import { tempDir } from "../../../test/harness";
-import { run, type RunResult } from "../registries/testing";
+import { tempDir } from "../harness";
+import { run, type RunResult } from "./registries";
 
 /** `skopeo --insecure-policy <args>` (loopback registries only; callers pass --tls-verify=false). */
 export function skopeo(args: string[]): Promise<RunResult> {
