@@ -158,6 +158,7 @@ describe("the Resources section in chromium", () => {
     await page.getByText(/changed since you opened it: the server has version \d+/).waitFor();
     await shot(page, "resources-stale-edit");
     await page.getByRole("button", { name: "Reload the current version" }).click();
+    await page.getByText(/Showing version \d+ as the server has it/).waitFor();
     expect(await page.getByLabel("Size").inputValue()).toBe("large");
 
     await page.getByRole("button", { name: "Delete database…" }).click();

@@ -59,8 +59,9 @@ export function OperatorsPage(props: { me: Me }) {
     setOk(null);
     try {
       await api("PATCH", `/api/v1/operators/${op.id}`, body);
-      setOk(done);
+      // Said once the table shows it, so the message never runs ahead of the row it speaks of.
       await loaded.reload();
+      setOk(done);
     } catch (e) {
       setError(errorText(e));
     } finally {

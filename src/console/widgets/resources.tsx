@@ -154,6 +154,7 @@ export function SpecEditor(props: { project: ProjectInfo; access: Access; entry:
       setDraft(draftOf(props.entry.schema, fresh.spec));
       setStale(null);
       setProblems(new Map());
+      setOk(`Showing version ${fresh.version} as the server has it; your edits are discarded.`);
       props.onSaved(fresh);
     } catch (err) {
       setError(errorText(err));
