@@ -16,6 +16,8 @@ import { recoverAfterRestart } from "./recover";
 import { flushServiceLogs, keepLine, ringStopped } from "./logs";
 import { scheduleStatusWrite } from "./status";
 import { installBuildHandOff, settleBuildVerdicts } from "./builds";
+import { installImagePlacement } from "../registries/service";
+import { environmentsRunning } from "./service";
 
 export const deploymentsModule: DomainModule = {
   name: "deployments",
@@ -25,6 +27,7 @@ export const deploymentsModule: DomainModule = {
     core.scheduler.defineTask(HEALTH_TASK, "* * * * *", () => probeServices(core));
     installResourceHooks(core);
     installBuildHandOff(core);
+    installImagePlacement(core, environmentsRunning);
     const runtime = runtimeOf(core, {
       onLine(id, stream, line) {
         keepLine(core, id, runtime.status(id)?.labels, stream, line);

@@ -14,7 +14,7 @@ import { findPackageByKey, type PackageRow } from "./claims";
 import { tagsOf } from "./publish";
 import type { ClaimRegistry } from "./names";
 import type { ImageRepoSummary, PackageDetailResponse, PackageSummary } from "./model";
-import { environmentsRunning } from "../../deployments/service";
+import { environmentsRunning } from "./placement";
 
 interface SummaryRow {
   id: number;
