@@ -10,7 +10,7 @@
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, openSync, writeSync, closeSync } from "node:fs";
 import path from "node:path";
-import { createTestApp, expectStatus, tempDir, type TestApp } from "./harness";
+import { createTestApp, expectStatus, freePort, tempDir, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
 import { FixedClock } from "../src/core/clock";
 import { fixedRole } from "../src/domains/access/service";
@@ -310,3 +310,53 @@ describe("the installer (sh, temp HOME, live server)", () => {
     expect(existsSync(path.join(home, ".config", "ops", "config.json"))).toBe(false);
   }, 60_000);
 });
+
+describe("a fresh estate served by the built binary", () => {
+  test("publishes itself as the CLI release; the install command from the API installs it in sh", async () => {
+    const data = dir("ops-e2e-estate-");
+    const home = dir("ops-e2e-newcomer-");
+    const port = freePort();
+    const server = `http://127.0.0.1:${port}`;
+    const created = await run([bin(V1), "admin", "create-project", "--slug", "shop", "--data-dir", data], envFor(home));
+    expect(created.code).toBe(0);
+    const serving = Bun.spawn([bin(V1), "serve", "--data-dir", data, "--listen", `127.0.0.1:${port}`], {
+      env: envFor(home, { OPS_BOOTSTRAP_EMAIL: "owner@ops.test", OPS_BOOTSTRAP_PASSWORD: "a long owner passphrase 42" }),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    try {
+      const deadline = Date.now() + 30_000;
+      while ((await fetch(`${server}/readyz`).catch(() => null))?.status !== 200) {
+        if (Date.now() > deadline) throw new Error("the built ops did not become ready");
+        await Bun.sleep(100);
+      }
+      const release = await (await fetch(`${server}/api/v1/cli/release?target=${hostTarget()}`, { headers: { authorization: `Bearer ${await ownerSession(server)}` } })).json();
+      expect(release).toMatchObject({ version: V1, target: hostTarget() });
+      const codeRes = await fetch(`${server}/api/v1/cli/install-codes`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${await ownerSession(server)}`, "content-type": "application/json" },
+        body: JSON.stringify({ project: "shop" }),
+      });
+      const { install_command } = (await codeRes.json()) as { install_command: string };
+      const r = await run(["sh", "-c", install_command], envFor(home));
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(`installed ops ${V1} (${hostTarget()})`);
+      const installed = path.join(home, ".local", "bin", "ops");
+      const who = await run([installed, "whoami"], envFor(home));
+      expect(who.code).toBe(0);
+      expect(who.stdout).toContain("owner@ops.test");
+      const again = await run(["sh", "-c", install_command], envFor(home));
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain("ops installer: error:");
+    } finally {
+      serving.kill("SIGTERM");
+      await serving.exited;
+    }
+  }, 120_000);
+});
+
+async function ownerSession(server: string): Promise<string> {
+  const res = await fetch(`${server}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "owner@ops.test", password: "a long owner passphrase 42" }) });
+  const body = (await res.json()) as { token: string };
+  return body.token;
+}

@@ -2,6 +2,8 @@
  * The command table's shape. `ops <name> [flags] [args]`; a name may have two words
  * (`admin create-operator`). Commands return an exit code; they never call `process.exit`.
  */
+import { statSync } from "node:fs";
+
 export interface FlagSpec {
   type: "string" | "boolean";
   short?: string;
@@ -66,4 +68,25 @@ export function envOverrides(flags: CommandContext["flags"], specs: Record<strin
     if (spec.env && typeof v === "string") out[spec.env] = v;
   }
   return out;
+}
+
+/**
+ * The data directory an offline `ops admin` command works on, or null after telling the person
+ * why not: a directory that does not exist is refused rather than created, since a mistyped path
+ * (or a missing --data-dir) would otherwise start a new, empty estate and report success. The
+ * directory used is printed to stderr so the person sees which estate changed.
+ */
+export function adminDataDir(ctx: CommandContext, command: string, dataDir: string): string | null {
+  let isDir = false;
+  try {
+    isDir = statSync(dataDir).isDirectory();
+  } catch {
+    isDir = false;
+  }
+  if (!isDir) {
+    ctx.stderr(`ops ${command}: no data directory at ${dataDir}. Give the server's with --data-dir DIR or OPS_DATA_DIR (it is printed when 'ops serve' starts).\n`);
+    return null;
+  }
+  ctx.stderr(`ops ${command}: data directory ${dataDir}\n`);
+  return dataDir;
 }

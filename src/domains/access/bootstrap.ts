@@ -32,7 +32,7 @@ export async function bootstrapOwner(core: Core, print: (text: string) => void =
   });
   core.log.info("estate owner created", { email, operator: owner.id, password: generated ? "generated (printed once on stderr)" : "from OPS_BOOTSTRAP_PASSWORD" });
   if (generated) {
-    print(`\n  ops: created the estate owner ${email}\n  password: ${password}\n  (shown once; sign in and change it with POST /api/v1/auth/password)\n\n`);
+    print(`\n  ops: created the estate owner ${email}\n  password: ${password}\n  (shown once; sign in at ${core.config.publicUrl} and change it under Account → Password)\n\n`);
   }
   return owner;
 }

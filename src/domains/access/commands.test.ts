@@ -1,5 +1,5 @@
 import { describe, test, expect, afterAll } from "bun:test";
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { runCli } from "../../main";
 import { createTestApp, expectStatus, tempDir } from "../../../test/harness";
 
@@ -46,5 +46,27 @@ describe("ops admin create-operator / create-project", () => {
     const again = await ops("admin", "create-project", "--slug", "shop");
     expect(again.code).toBe(1);
     expect(again.err).toContain("already exists");
+  });
+});
+
+describe("ops admin refuses a data directory that does not exist", () => {
+  test("create-project, create-operator and publish-cli exit 1, name the directory and create nothing", async () => {
+    const missing = `${dir}/no-such-estate`;
+    for (const argv of [
+      ["admin", "create-project", "--slug", "shop2", "--data-dir", missing],
+      ["admin", "create-operator", "--email", "bo@ops.test", "--data-dir", missing],
+      ["admin", "publish-cli", "--file", "/bin/sh", "--version", "1.0.0", "--data-dir", missing],
+    ]) {
+      const r = await ops(...argv);
+      expect(r.code).toBe(1);
+      expect(r.err).toContain(`no data directory at ${missing}`);
+      expect(existsSync(missing)).toBe(false);
+    }
+  });
+
+  test("the directory used is printed", async () => {
+    const r = await ops("admin", "create-project", "--slug", "shop3");
+    expect(r.code).toBe(0);
+    expect(r.err).toContain(`data directory ${dir}`);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { loadConfig } from "../../core/config";
-import { SERVER_FLAGS, EXIT, envOverrides, type Command, type CommandContext } from "../../commands/types";
+import { SERVER_FLAGS, EXIT, adminDataDir, envOverrides, type Command, type CommandContext } from "../../commands/types";
 import type { Core } from "../../core/core";
 import { SYSTEM_ACTOR, type AuditActor } from "../../core/audit";
 import { tx } from "../../core/db/client";
@@ -19,8 +19,9 @@ import { and, eq } from "drizzle-orm";
 const ADMIN_ACTOR: AuditActor = { ...SYSTEM_ACTOR, context: { via_command: "ops admin" } };
 const DATA_DIR = { "data-dir": SERVER_FLAGS["data-dir"] };
 
-async function withCore<T>(ctx: CommandContext, fn: (core: Core) => Promise<T>): Promise<T> {
+async function withCore(ctx: CommandContext, command: string, fn: (core: Core) => Promise<number>): Promise<number> {
   const config = loadConfig(ctx.env, envOverrides(ctx.flags, DATA_DIR), ctx.cwd);
+  if (!adminDataDir(ctx, command, config.dataDir)) return EXIT.failure;
   const { createCore, closeCore } = await import("../../app");
   const core = createCore(config, { logSink: (line) => ctx.stderr(line + "\n") });
   try {
@@ -74,7 +75,7 @@ export const adminCreateOperatorCommand: Command = {
         generated = true;
       }
     }
-    return withCore(ctx, async (core) => {
+    return withCore(ctx, "admin create-operator", async (core) => {
       const display = str(ctx.flags["display-name"]) ?? (email ? email.split("@")[0] : handle!);
       const estateRoleId = roleSlug && !projectSlug ? fixedRole(core, roleSlug).id : null;
       let projectRoleId: string | null = null;
@@ -96,7 +97,7 @@ export const adminCreateOperatorCommand: Command = {
       );
       if (projectId && projectRoleId) tx(core.db, (t) => upsertMembership(core, t, row.id, projectId, projectRoleId));
       ctx.stdout(`created ${row.kind} ${row.email ?? row.handle} (${row.id})\n`);
-      if (generated) ctx.stdout(`password: ${password}\n(shown once; change it with POST /api/v1/auth/password)\n`);
+      if (generated) ctx.stdout(`password: ${password}\n(shown once; change it in the console under Account → Password)\n`);
       return EXIT.ok;
     });
   },
@@ -119,7 +120,7 @@ export const adminCreateProjectCommand: Command = {
       return EXIT.usage;
     }
     const envs = Array.isArray(ctx.flags.environment) ? ctx.flags.environment : undefined;
-    return withCore(ctx, async (core) => {
+    return withCore(ctx, "admin create-project", async (core) => {
       const row = createProject(core, { slug, name: str(ctx.flags.name) ?? slug, environments: envs && envs.length > 0 ? envs : undefined }, ADMIN_ACTOR);
       ctx.stdout(`created project ${row.slug} (${row.id}) with environments ${(JSON.parse(row.environments) as string[]).join(", ")}\n`);
       return EXIT.ok;

@@ -2,7 +2,9 @@ import { describe, test, expect, afterAll, beforeAll } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "../../../test/harness";
 import { makeOwner, makePerson, makeProject, makeMachine, mintToken } from "../../../test/fixtures";
 import { sha256Hex } from "../../core/blobs/store";
-import { publishRelease } from "./service";
+import { publishRelease, publishOwnBinary, hostTarget } from "./service";
+import { writeFileSync, rmSync } from "node:fs";
+import path from "node:path";
 import { SYSTEM_ACTOR } from "../../core/audit";
 
 let t: TestApp;
@@ -142,6 +144,7 @@ describe("POST /api/v1/cli/install-codes", () => {
     expect(r.expires_in).toBe(600);
     expect(r.role).toBe("Developer");
     expect(r.token_project).toBe(p.slug);
+    expect(r.install_command).toBe(`curl -sSL --fail-with-body -H 'Authorization: Bearer ${r.code}' '${t.url}/api/v1/cli/install.sh' | sh`);
     expect(JSON.stringify(t.core.sqlite.query("SELECT * FROM install_codes").all())).not.toContain(r.code);
     expect(JSON.stringify(t.core.sqlite.query("SELECT * FROM audit_log").all())).not.toContain(r.code);
   });
@@ -231,5 +234,76 @@ describe("GET /api/v1/cli/install.sh", () => {
     const old = await code(p.slug);
     t.clock.advance(601_000);
     await expectStatus(await t.request("GET", "/api/v1/cli/install.sh", { token: old }), 401);
+  });
+});
+
+/** Run a line in sh as a person pasting it would, with only HOME and PATH. */
+async function sh(line: string, home: string) {
+  const p = Bun.spawn(["sh", "-c", line], { env: { HOME: home, PATH: process.env.PATH ?? "/usr/bin:/bin" }, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, stdout, stderr };
+}
+
+describe("the install command, pasted into sh", () => {
+  test("a used or unknown code: the refusal is a script that prints why and exits 1, not JSON run as a command", async () => {
+    const p = makeProject(t);
+    const r = await expectStatus(await t.request("POST", "/api/v1/cli/install-codes", { token: ownerSession, body: { project: p.slug } }), 200);
+    await expectStatus(await t.request("GET", "/api/v1/cli/install.sh", { token: r.code }), 200);
+    const home = t.dataDir;
+    const used = await sh(r.install_command, home);
+    expect(used.code).toBe(1);
+    expect(used.stderr).toContain("ops installer: error: Send a valid install code");
+    expect(used.stderr).toContain("nothing was installed");
+    expect(used.stderr).not.toContain("not found");
+    const res = await t.request("GET", "/api/v1/cli/install.sh", { token: r.code });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("content-type")).toStartWith("text/x-shellscript");
+  });
+
+  test("an API client asking for JSON still gets the error body", async () => {
+    const res = await t.request("GET", "/api/v1/cli/install.sh", { headers: { accept: "application/json" } });
+    expect((await expectStatus(res, 401)).error).toBe("unauthorized");
+  });
+
+  test("nothing published: the script says so and exits 1 (503)", async () => {
+    const empty = await createTestApp();
+    try {
+      const owner = await makeOwner(empty);
+      const p = makeProject(empty);
+      const r = await expectStatus(await empty.request("POST", "/api/v1/cli/install-codes", { token: owner.session, body: { project: p.slug } }), 200);
+      const out = await sh(r.install_command, empty.dataDir);
+      expect(out.code).toBe(1);
+      expect(out.stderr).toContain("No ops CLI release is published yet");
+    } finally {
+      await empty.close();
+    }
+  });
+});
+
+describe("the server publishes its own binary", () => {
+  test("at start-up when its target has no release; never over one that exists", async () => {
+    const fresh = await createTestApp();
+    try {
+      const file = path.join(fresh.dataDir, "ops-binary");
+      writeFileSync(file, "an ops executable");
+      const r = await publishOwnBinary(fresh.core, file, "7.0.0");
+      expect(r).toMatchObject({ version: "7.0.0", target: hostTarget(), size_bytes: 17 });
+      const audit = fresh.core.sqlite.query("SELECT actor, action, context FROM audit_log WHERE target LIKE 'cli-release:%'").get() as { actor: string; action: string; context: string };
+      expect(audit).toMatchObject({ actor: "system", action: "estate.manage" });
+      expect(await publishOwnBinary(fresh.core, file, "7.0.1")).toBeNull();
+      expect(fresh.core.sqlite.query("SELECT count(*) AS n FROM cli_releases").get()).toEqual({ n: 1 });
+      rmSync(file);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  test("a source checkout has no binary to publish", async () => {
+    const fresh = await createTestApp();
+    try {
+      expect(await publishOwnBinary(fresh.core)).toBeNull();
+    } finally {
+      await fresh.close();
+    }
   });
 });

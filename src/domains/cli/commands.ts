@@ -5,14 +5,14 @@
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { loadConfig } from "../../core/config";
-import { EXIT, SERVER_FLAGS, envOverrides, type Command } from "../../commands/types";
+import { EXIT, SERVER_FLAGS, adminDataDir, envOverrides, type Command } from "../../commands/types";
 import { hostTarget, publishRelease, KNOWN_TARGETS } from "./service";
 
 export const publishCliCommand: Command = {
   name: "admin publish-cli",
   summary: "Publish an ops binary as the current CLI release for a target",
   usage: "--file PATH --version V [--target PLATFORM-ARCH] [--data-dir DIR]",
-  description: `Stores the binary in the blob store and makes it the current release for its target (the release published last is current, whatever its version). Targets: ${KNOWN_TARGETS.join(", ")}; default: this host's. Works while the server runs.`,
+  description: `Stores the binary in the blob store and makes it the current release for its target (the release published last is current, whatever its version). Targets: ${KNOWN_TARGETS.join(", ")}; default: this host's. Works while the server runs. The server publishes its own binary for its own target at start-up when that target has none.`,
   flags: {
     file: { type: "string", value: "PATH", description: "The binary to publish, e.g. dist/ops" },
     version: { type: "string", value: "V", description: "The version the binary reports (ops --version)" },
@@ -33,6 +33,7 @@ export const publishCliCommand: Command = {
     }
     const target = typeof ctx.flags.target === "string" ? ctx.flags.target : hostTarget();
     const config = loadConfig(ctx.env, envOverrides(ctx.flags, SERVER_FLAGS), ctx.cwd);
+    if (!adminDataDir(ctx, "admin publish-cli", config.dataDir)) return EXIT.failure;
     const { createCore, closeCore } = await import("../../app");
     const core = createCore(config);
     try {

@@ -67,7 +67,7 @@ export function createInstallCode(core: Core, projectSlug: string, auth: AuthCon
       .run();
     auditAllowed(core, t, actorOf(principal, auth.meta), "install-code.create", `install-code:${id}`, { project: project.slug }, { role: role.slug });
   });
-  return { code, expires_in: INSTALL_CODE_TTL_S, role: role.displayName, token_project: project.slug };
+  return { code, expires_in: INSTALL_CODE_TTL_S, role: role.displayName, token_project: project.slug, install_command: installCommand(core.config.publicUrl, code) };
 }
 
 const BAD_CODE = "Send a valid install code as Authorization: Bearer opsi_…; codes work once and for 10 minutes.";
@@ -75,6 +75,24 @@ const BAD_CODE = "Send a valid install code as Authorization: Bearer opsi_…; c
 /** Single-quote a value for POSIX sh. */
 export function shellQuote(v: string): string {
   return `'${v.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * What the installer route answers instead of a JSON error: sh runs it, it prints the reason and
+ * exits 1 (docs/decisions/0360).
+ */
+export function installerRefusal(reason: string): string {
+  const line = `ops installer: error: ${reason.replace(/[\r\n]+/g, " ")}`;
+  return `#!/bin/sh\n# ops refused this installer request.\nprintf '%s\\n' ${shellQuote(line)} 'ops installer: nothing was installed.' >&2\nexit 1\n`;
+}
+
+/**
+ * The line a person pastes: curl hands the body to sh even on a refusal (--fail-with-body), so the
+ * refusal script runs and the pipeline exits 1; curl's own failures need `set -o pipefail`
+ * (docs/decisions/0360).
+ */
+export function installCommand(server: string, code: string): string {
+  return `curl -sSL --fail-with-body -H ${shellQuote(`Authorization: Bearer ${code}`)} ${shellQuote(`${server}/api/v1/cli/install.sh`)} | sh`;
 }
 
 /** The installer with `server`, `token` and `project` filled in. */

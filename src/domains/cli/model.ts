@@ -13,6 +13,7 @@ export const InstallCodeResponse = t.Object({
   expires_in: t.Integer({ description: "Seconds until the code stops working" }),
   role: t.String({ description: "Role the machine's token will carry" }),
   token_project: t.Optional(t.Union([t.String(), t.Null()])),
+  install_command: t.String({ description: "The exact line to paste into a shell: curl fetches the installer with the code and pipes it into sh" }),
 });
 export type InstallCodeResponse = typeof InstallCodeResponse.static;
 

@@ -12,11 +12,17 @@ import { actorOf } from "../../core/authz/principal";
 import { errors, ErrorBody } from "../../core/http-schemas";
 import { OpsError } from "../../core/errors";
 import { cliModels, PublishReleaseQuery, ReleaseParams, ReleaseQuery } from "./model";
-import { createInstallCode, currentRelease, openRelease, publishRelease, redeemInstallCode, toReleaseResponse } from "./service";
+import { createInstallCode, currentRelease, installerRefusal, openRelease, publishRelease, redeemInstallCode, toReleaseResponse } from "./service";
 
 function bearerOf(request: Request): string | null {
   const h = request.headers.get("authorization")?.trim() ?? "";
   return /^bearer\s+/i.test(h) ? h.replace(/^bearer\s+/i, "").trim() || null : null;
+}
+
+/** True when the client asks for JSON first (an API client rather than curl piping into sh). */
+function wantsJson(request: Request): boolean {
+  const accept = request.headers.get("accept") ?? "";
+  return /^\s*application\/(problem\+)?json/i.test(accept);
 }
 
 export function cliRoutes(core: Core) {
@@ -31,13 +37,22 @@ export function cliRoutes(core: Core) {
     })
     .get(
       "/install.sh",
-      ({ request, meta }) =>
-        new Response(redeemInstallCode(core, bearerOf(request), meta), {
-          headers: { "content-type": "text/x-shellscript; charset=utf-8", "cache-control": "no-store", "content-disposition": 'inline; filename="install.sh"' },
-        }),
+      ({ request, meta }) => {
+        const headers = { "content-type": "text/x-shellscript; charset=utf-8", "cache-control": "no-store", "content-disposition": 'inline; filename="install.sh"' };
+        try {
+          return new Response(redeemInstallCode(core, bearerOf(request), meta), { headers });
+        } catch (e) {
+          // A refusal piped into sh must say why, not run JSON as a command (docs/decisions/0360).
+          if (!(e instanceof OpsError) || wantsJson(request)) throw e;
+          return new Response(installerRefusal(e.message), { status: e.status, headers: { ...headers, ...e.headers } });
+        }
+      },
       {
         public: true,
-        detail: { summary: "The installer (text/x-shellscript), holding a freshly minted token; the install code arrives as Authorization: Bearer opsi_…" },
+        detail: {
+          summary: "The installer (text/x-shellscript), holding a freshly minted token; the install code arrives as Authorization: Bearer opsi_…",
+          description: "A refusal (401, 503) is a two-line script that prints the reason and exits 1, unless the request accepts application/json.",
+        },
         response: { 200: t.String({ description: "text/x-shellscript" }), ...errors(401, 503) },
       },
     )
