@@ -74,7 +74,7 @@ export function envOverrides(flags: CommandContext["flags"], specs: Record<strin
  * The data directory an offline `ops admin` command works on, or null after telling the person
  * why not: a directory that does not exist is refused rather than created, since a mistyped path
  * (or a missing --data-dir) would otherwise start a new, empty estate and report success. The
- * directory used is printed to stderr so the person sees which estate changed.
+ * directory used is printed to stderr so the person sees which estate changed (docs/decisions/0361).
  */
 export function adminDataDir(ctx: CommandContext, command: string, dataDir: string): string | null {
   let isDir = false;
