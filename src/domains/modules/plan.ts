@@ -21,6 +21,9 @@ import { claimProblem, isPublished } from "../registries/shared/publish";
 import { readCrateHalf, readLayerHalf, crateNameOf, layerNameOf, type HalfContext, type ReadHalf } from "./manifests";
 import { isSemver, parseChangelog, type NotesSection } from "./changelog";
 import { releasedBy } from "./store";
+import type { ModulePlan, PlannedHalf, PlannedModule } from "./module-plan";
+
+export type { ModulePlan, PlannedHalf, PlannedModule } from "./module-plan";
 
 export const MODULES_DIR = "modules";
 /** Largest manifest, changelog or locale file read. */
@@ -28,42 +31,6 @@ const MAX_FILE_BYTES = 1024 * 1024;
 export const MAX_LOCALE_BYTES = 8 * 1024 * 1024;
 const MAX_MODULES = 200;
 const MODULE_NAME = /^[a-z][a-z0-9-]*$/;
-
-export interface PlannedHalf {
-  /** Published name. */
-  name: string;
-  /** The manifest as ops rewrote it (Cargo.toml or package.json text). */
-  manifest: string;
-  /** Sibling modules this half depends on. */
-  requires: string[];
-  /** Already published by this tag's commit (a retry): skipped. */
-  skip: boolean;
-}
-
-export interface PlannedModule {
-  name: string;
-  /** Repository-relative directory (`modules/<name>`). */
-  dir: string;
-  description: string;
-  crate: PlannedHalf | null;
-  layer: PlannedHalf | null;
-  /** Union of the halves' requirements, sorted. */
-  requires: string[];
-  /** `locales/<locale>.json` files: the canonical tag and the repository-relative path; `en` first when shipped. */
-  locales: Array<{ locale: string; file: string }>;
-  /** CHANGELOG.md sections up to the tag's version. */
-  notes: NotesSection[];
-}
-
-export interface ModulePlan {
-  tag: string;
-  version: string;
-  commit: string;
-  /** In publish order. */
-  modules: PlannedModule[];
-  /** What the plan decided that a maintainer should see (rewrites, halves left out, skips). */
-  log: string[];
-}
 
 /** A refused plan: every problem found. */
 export class PlanRefused extends Error {

@@ -7,7 +7,7 @@ import type { Core, ProjectRef } from "../../core/core";
 import { tx } from "../../core/db/client";
 import { auditAllowed, type AuditActor } from "../../core/audit";
 import { moduleConsumers, moduleNotes, moduleReleases, modules, moduleSets } from "./tables";
-import type { ModulePlan } from "./plan";
+import type { ModulePlan } from "./module-plan";
 
 /** The commit that published `module`'s `part` at `version`, per the ledger, or null. */
 export function releasedBy(core: Core, projectId: string, module: string, part: string, version: string): string | null {
