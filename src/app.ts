@@ -20,7 +20,7 @@ import { Scheduler } from "./core/scheduler";
 import { EventBus } from "./core/events";
 import { NO_GRANTS } from "./core/authz/effective";
 import { authzPlugin, requestMeta, pathOf } from "./core/authz/plugin";
-import { normaliseError, toErrorBody, OpsError } from "./core/errors";
+import { normaliseError, toErrorBody, OpsError, invalid } from "./core/errors";
 import { bodyTooLarge, readBodyWithLimit, rememberJsonBody } from "./core/body";
 import { uuidv7 } from "./core/ids";
 import { securityHeaders } from "./core/security-headers";
@@ -164,6 +164,10 @@ export function createHttpApp(core: Core) {
       if (rawPrefixes.some((p) => pathname.startsWith(p))) return;
       const limit = limitFor(limits, pathname, core.config.maxBodyBytes);
       const value = await readJsonWithLimit(request, limit);
+      // Every API body is a JSON object: one that is not never reads as "no body" (docs/decisions/0290).
+      if (pathname.startsWith("/api/v1/") && value !== undefined && value !== null && (typeof value !== "object" || Array.isArray(value))) {
+        throw invalid("(body)", "must be a JSON object, or no body at all");
+      }
       rememberJsonBody(request, value);
       return value;
     })

@@ -4,7 +4,7 @@
  * huge numbers, empty and 10 000-character strings, wrong JSON types, a body that is not an
  * object, unknown fields and bytes that are not UTF-8), signed in as the estate owner. A route
  * fails on any 5xx, on any 2xx whose JSON body does not match the response schema it declares,
- * and on a 422 that blames "(body)" for a request that had none.
+ * on any 2xx to an API body that is not a JSON object, and on a 422 that blames "(body)" for a request that had none.
  *
  * Seeded and bounded: OPS_FUZZ_SEED (default below) and OPS_FUZZ_RUNS (cases per route) replay a
  * run exactly; a failure names the route, the seed and the case.
@@ -140,6 +140,10 @@ async function check(method: string, template: string, c: Case): Promise<void> {
   if (res.status === 422 && json?.error === "validation_failed" && !c.body) {
     const blamed = (json.details?.fields ?? []).filter((f: { path: string }) => f.path === "(body)");
     if (blamed.length > 0) throw new Error(`${where} blamed "(body)" for a request without one: ${text.slice(0, 300)}`);
+  }
+  const v = c.body?.kind === "json" ? c.body.value : undefined;
+  if (res.status < 300 && method !== "get" && method !== "head" && template.startsWith("/api/v1/") && v !== undefined && v !== null && (typeof v !== "object" || Array.isArray(v))) {
+    throw new Error(`${where} answered ${res.status} to a body that is not a JSON object (${JSON.stringify(v)?.slice(0, 40)})`);
   }
   // An empty path segment makes the URL another route's (`/projects/` is `/projects`): its schema is not this one.
   const sameRoute = Object.values(c.path).every((v) => asText(v) !== "");
