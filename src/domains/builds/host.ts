@@ -9,6 +9,7 @@
 import { eq } from "drizzle-orm";
 import type { Core } from "../../core/core";
 import { tx } from "../../core/db/client";
+import { withDeadline } from "../../core/deadline";
 import { codeHostFor } from "../../adapters/codehost";
 import type { CheckRunInput, CommitStatusInput, RepoRef } from "../../adapters/codehost/types";
 import { sourceById } from "../sources/service";
@@ -98,13 +99,8 @@ function repoOf(core: Core, row: BuildRow): RepoRef | null {
   return source ? { repo: source.repo, installationId: source.installationId } : null;
 }
 
-async function bounded<T>(work: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([work, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REPORT_TIMEOUT_MS} ms`)), REPORT_TIMEOUT_MS)))]);
-  } finally {
-    clearTimeout(timer);
-  }
+function bounded<T>(work: Promise<T>): Promise<T> {
+  return withDeadline(work, REPORT_TIMEOUT_MS);
 }
 
 async function send(core: Core, buildId: number): Promise<void> {

@@ -17,7 +17,7 @@
  * Replicas are children of this process and die with it, so a rollout interrupted by a restart
  * starts again from `queued` (see recover.ts); the item carries a token and an item whose token is
  * not the deployment's any more does nothing. One rollout or reconcile per service at a time
- * (`withServiceLock`).
+ * (`withServiceLock`). Its start and its end are reported to the code host (host.ts).
  */
 import { and, eq } from "drizzle-orm";
 import type { Core } from "../../core/core";
@@ -35,6 +35,7 @@ import { releaseSteps, runReleaseStep } from "./release";
 import { insertRollout, serviceLink } from "./record";
 import { restoreService, enqueueReconcile } from "./reconcile";
 import { syncStatusComponent, writeServiceStatus } from "./status";
+import { reportRollout } from "./host";
 
 /** How long a switch waits for requests in flight to the old replicas before stopping them. */
 export const DRAIN_MS = 30_000;
@@ -91,6 +92,7 @@ async function fail(core: Core, addr: ServiceAddress, row: DeploymentRow, starte
   const done = setPhase(core, row.id, "failed", error, { failureKind: kind, ...finishedFields(core) });
   core.log.warn("rollout failed", { deployment: row.id, service: serviceKeyOf(addr), err: error });
   writeServiceStatus(core, addr);
+  await reportRollout(core, addr, done.id);
   await tellListeners(core, done, { status: "failed", failureKind: "deploy", error });
 }
 
@@ -118,6 +120,7 @@ async function rollBack(core: Core, addr: ServiceAddress, row: DeploymentRow, st
   });
   core.log.warn("rollout rolled back", { deployment: row.id, service: serviceKeyOf(addr), err: reason });
   writeServiceStatus(core, addr);
+  await reportRollout(core, addr, done.id);
   await tellListeners(core, done, { status: "rolled_back", failureKind: "health", error: note });
 }
 
@@ -141,6 +144,7 @@ async function finishHealthy(core: Core, addr: ServiceAddress, row: DeploymentRo
   });
   writeServiceStatus(core, addr);
   syncStatusComponent(core, addr);
+  await reportRollout(core, addr, done.id);
   await tellListeners(core, done, { status: "healthy" });
 }
 
@@ -163,6 +167,8 @@ function followUp(core: Core, addr: ServiceAddress): void {
 async function rollout(core: Core, addr: ServiceAddress, row: DeploymentRow): Promise<void> {
   const svc = serviceRow(core, addr);
   if (!svc) return fail(core, addr, row, [], `the service "${addr.service}" no longer exists in ${addr.environment}`);
+  // The host hears of the rollout now; the rollout does not wait for it (its end report does).
+  void reportRollout(core, addr, row.id);
   const spec = specOf<ServiceSpec>(svc);
   const wanted = spec.replicas ?? 1;
   const digest = shortDigest(row.imageDigest);

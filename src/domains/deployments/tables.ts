@@ -41,6 +41,10 @@ export const deployments = sqliteTable(
     createdAt: integer("created_at").notNull(),
     createdBy: text("created_by").notNull(),
     finishedAt: integer("finished_at"),
+    /** The code host's deployment record of this rollout (host.ts); null until reported or when not reported. */
+    hostDeploymentId: integer("host_deployment_id"),
+    /** The code host's newest status on that record. */
+    hostStatusId: integer("host_status_id"),
   },
   (t) => [
     index("deployments_service").on(t.projectId, t.environment, t.service, t.id),
