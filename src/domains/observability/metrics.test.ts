@@ -1,7 +1,8 @@
 /**
  * Metrics: the real SDK and exporters (counter, gauge, histogram) read back as server-side
  * bucketed series per service; rollups and retention as scheduler tasks that catch up after a
- * stop (the clock moved days ahead, one run), and the `source` telling raw from rollup.
+ * stop (the clock moved days ahead, one run), samples arriving days late folded into their
+ * bucket, and the `source` telling raw from rollup.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "../../../test/harness";
@@ -139,6 +140,25 @@ describe("rollups and retention", () => {
     // Running again folds nothing new (the watermark moved past it).
     await t.core.scheduler.runNow(ROLLUP_TASK);
     expect((t.core.telemetrySqlite.query("SELECT count(*) AS n FROM metric_rollups").get() as { n: number }).n).toBe(rows.length);
+  });
+
+  test("samples that arrive late (inside the raw retention, older than the refold window) reach their rollup bucket", async () => {
+    await t.core.scheduler.runNow(ROLLUP_TASK);
+    const bucket = Math.floor((t.clock.now() - 5 * 24 * 60 * MIN) / (5 * MIN)) * 5 * MIN;
+    const rollupOf = () => t.core.telemetrySqlite.query("SELECT r.value, r.min, r.max, r.n FROM metric_rollups r JOIN metric_series m ON m.id = r.series WHERE m.name = 'late.depth' AND r.t = ?").get(bucket);
+    await expectStatus(await t.request("POST", "/otlp/v1/metrics", { token, body: gaugeRequest("late-svc", "late.depth", [[bucket + MIN, 10]]) }), 200);
+    expect(rollupOf()).toBeNull();
+    await t.core.scheduler.runNow(ROLLUP_TASK);
+    expect(rollupOf()).toEqual({ value: 10, min: 10, max: 10, n: 1 });
+    // A second late sample in the same bucket: the bucket is folded again from every sample in it.
+    await expectStatus(await t.request("POST", "/otlp/v1/metrics", { token, body: gaugeRequest("late-svc", "late.depth", [[bucket + 2 * MIN, 20]]) }), 200);
+    await t.core.scheduler.runNow(ROLLUP_TASK);
+    expect(rollupOf()).toEqual({ value: 15, min: 10, max: 20, n: 2 });
+    // Nothing is left to refold, and a window reaching past the raw retention reads the bucket.
+    expect((t.core.telemetrySqlite.query("SELECT count(*) AS n FROM metric_refold").get() as { n: number }).n).toBe(0);
+    const wide = await get(`/api/v1/obs/metrics/series?name=late.depth&from=${new Date(bucket - 15 * 24 * 60 * MIN).toISOString()}&to=${new Date(bucket + 24 * 60 * MIN).toISOString()}`);
+    expect(wide.source).toBe("rollup");
+    expect(wide.series[0].points.some((p: { value: number | null }) => p.value === 15)).toBe(true);
   });
 
   test("retention after a long stop: raw data past 14 days goes in one run, rollups stay", async () => {

@@ -15,11 +15,48 @@ function tx<T>(db: Database, fn: () => T): T {
   return db.transaction(fn).immediate();
 }
 
+type SampleRow = { series: number; t: number; value: number | null; count: number | null; sum: number | null; min: number | null; max: number | null; buckets: string | null; kind: string };
+type RollupRow = [series: number, t: number, value: number | null, min: number | null, max: number | null, n: number, count: number | null, sum: number | null, buckets: string | null];
+
+/** Fold samples ordered by series and time into one rollup row per series and bucket. */
+function* foldSamples(rows: Iterable<SampleRow>): Generator<RollupRow> {
+  type Acc = { series: number; t: number; kind: string; sum: number; n: number; min: number | null; max: number | null; last: number | null; count: number | null; hsum: number | null; buckets: string | null };
+  let acc: Acc | null = null;
+  const row = (a: Acc): RollupRow => [a.series, a.t, a.kind === "gauge" ? (a.n > 0 ? a.sum / a.n : null) : a.last, a.min, a.max, a.n, a.count, a.hsum, a.buckets];
+  for (const r of rows) {
+    const bucket = Math.floor(r.t / ROLLUP_MS) * ROLLUP_MS;
+    if (!acc || acc.series !== r.series || acc.t !== bucket) {
+      if (acc) yield row(acc);
+      acc = { series: r.series, t: bucket, kind: r.kind, sum: 0, n: 0, min: null, max: null, last: null, count: null, hsum: null, buckets: null };
+    }
+    acc.n++;
+    if (r.kind === "histogram") {
+      acc.count = r.count;
+      acc.hsum = r.sum;
+      acc.buckets = r.buckets;
+      if (r.min !== null) acc.min = acc.min === null ? r.min : Math.min(acc.min, r.min);
+      if (r.max !== null) acc.max = acc.max === null ? r.max : Math.max(acc.max, r.max);
+    } else if (r.value !== null) {
+      acc.sum += r.value;
+      acc.last = r.value;
+      acc.min = acc.min === null ? r.value : Math.min(acc.min, r.value);
+      acc.max = acc.max === null ? r.value : Math.max(acc.max, r.value);
+    }
+  }
+  if (acc) yield row(acc);
+}
+
+const SAMPLE_COLUMNS = "s.series, s.t, s.value, s.count, s.sum, s.min, s.max, s.buckets, m.kind FROM metric_samples s JOIN metric_series m ON m.id = s.series";
+const PUT = "INSERT OR REPLACE INTO metric_rollups (series, t, value, min, max, n, count, sum, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
 /**
  * Fold raw samples into 5-minute rollups for every bucket that ended at least a minute ago and
  * was not folded yet (the watermark `rollup_until`), so a stop of any length (within the raw
  * retention) is caught up by the next run; the last 15 minutes before the watermark are folded
- * again, so points that arrive late still count in their bucket. Returns the buckets written.
+ * again, so points that arrive late still count in their bucket. Points later than that (an
+ * exporter that was offline for days, a backfill) are noted with their series and bucket in
+ * `metric_refold` by a trigger on `metric_samples` as they are written, and just those buckets
+ * are folded again (docs/decisions/0292). Returns the buckets written.
  */
 export function foldRollups(db: Database, now: number, rawRetentionMs: number): number {
   const until = Math.floor((now - ROLLUP_GRACE_MS) / ROLLUP_MS) * ROLLUP_MS;
@@ -27,48 +64,51 @@ export function foldRollups(db: Database, now: number, rawRetentionMs: number): 
   let from = mark !== undefined ? mark - ROLLUP_REFOLD_MS : (db.query("SELECT min(t) AS t FROM metric_samples").get() as { t: number | null }).t;
   if (from === null || from === undefined) return 0;
   from = Math.max(Math.floor(from / ROLLUP_MS) * ROLLUP_MS, Math.floor((now - rawRetentionMs) / ROLLUP_MS) * ROLLUP_MS);
-  let written = 0;
-  const select = db.prepare(
-    "SELECT s.series, s.t, s.value, s.count, s.sum, s.min, s.max, s.buckets, m.kind FROM metric_samples s JOIN metric_series m ON m.id = s.series WHERE s.t >= ? AND s.t < ? ORDER BY s.series, s.t",
-  );
-  const put = db.prepare("INSERT OR REPLACE INTO metric_rollups (series, t, value, min, max, n, count, sum, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  let written = refoldLate(db, from);
+  const select = db.prepare(`SELECT ${SAMPLE_COLUMNS} WHERE s.t >= ? AND s.t < ? ORDER BY s.series, s.t`);
+  const put = db.prepare(PUT);
   // An hour of buckets per transaction: the writer stays responsive while it catches up.
   for (let start = from; start < until; start += 12 * ROLLUP_MS) {
     const end = Math.min(until, start + 12 * ROLLUP_MS);
     written += tx(db, () => {
-      type Acc = { series: number; t: number; kind: string; sum: number; n: number; min: number | null; max: number | null; last: number | null; count: number | null; hsum: number | null; buckets: string | null };
-      let acc: Acc | null = null;
       let n = 0;
-      const flush = () => {
-        if (!acc) return;
-        const value = acc.kind === "gauge" ? (acc.n > 0 ? acc.sum / acc.n : null) : acc.last;
-        put.run(acc.series, acc.t, value, acc.min, acc.max, acc.n, acc.count, acc.hsum, acc.buckets);
+      for (const r of foldSamples(select.iterate(start, end) as IterableIterator<SampleRow>)) {
+        put.run(...r);
         n++;
-      };
-      for (const r of select.iterate(start, end) as IterableIterator<{ series: number; t: number; value: number | null; count: number | null; sum: number | null; min: number | null; max: number | null; buckets: string | null; kind: string }>) {
-        const bucket = Math.floor(r.t / ROLLUP_MS) * ROLLUP_MS;
-        if (!acc || acc.series !== r.series || acc.t !== bucket) {
-          flush();
-          acc = { series: r.series, t: bucket, kind: r.kind, sum: 0, n: 0, min: null, max: null, last: null, count: null, hsum: null, buckets: null };
-        }
-        acc.n++;
-        if (r.kind === "histogram") {
-          acc.count = r.count;
-          acc.hsum = r.sum;
-          acc.buckets = r.buckets;
-          if (r.min !== null) acc.min = acc.min === null ? r.min : Math.min(acc.min, r.min);
-          if (r.max !== null) acc.max = acc.max === null ? r.max : Math.max(acc.max, r.max);
-        } else if (r.value !== null) {
-          acc.sum += r.value;
-          acc.last = r.value;
-          acc.min = acc.min === null ? r.value : Math.min(acc.min, r.value);
-          acc.max = acc.max === null ? r.value : Math.max(acc.max, r.value);
-        }
       }
-      flush();
       db.query("INSERT INTO obs_state (key, value) VALUES ('rollup_until', ?) ON CONFLICT DO UPDATE SET value = excluded.value").run(end);
       return n;
     });
   }
+  // Buckets noted while this run folded them anyway.
+  db.query("DELETE FROM metric_refold WHERE t >= ?").run(from);
   return written;
+}
+
+/**
+ * Fold again the buckets noted in `metric_refold` before `from` (the ones the regular run does
+ * not reach), a few hundred per transaction; a bucket whose samples are gone (past the raw
+ * retention) keeps its rollup. Returns the buckets written.
+ */
+function refoldLate(db: Database, from: number): number {
+  const next = db.prepare("SELECT series, t FROM metric_refold WHERE t < ? ORDER BY series, t LIMIT 500");
+  const select = db.prepare(`SELECT ${SAMPLE_COLUMNS} WHERE s.series = ? AND s.t >= ? AND s.t < ? ORDER BY s.t`);
+  const done = db.prepare("DELETE FROM metric_refold WHERE series = ? AND t = ?");
+  const put = db.prepare(PUT);
+  let written = 0;
+  for (;;) {
+    const batch = next.all(from) as Array<{ series: number; t: number }>;
+    if (batch.length === 0) return written;
+    written += tx(db, () => {
+      let n = 0;
+      for (const b of batch) {
+        for (const r of foldSamples(select.iterate(b.series, b.t, b.t + ROLLUP_MS) as IterableIterator<SampleRow>)) {
+          put.run(...r);
+          n++;
+        }
+        done.run(b.series, b.t);
+      }
+      return n;
+    });
+  }
 }
