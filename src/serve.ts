@@ -1,6 +1,6 @@
 /**
  * `ops serve`: the long-running server. Start order: core (migrations) → domains' serve work →
- * HTTP listener → ingress listener (OPS_INGRESS_LISTEN) → scheduler → ready. On SIGTERM/SIGINT:
+ * HTTP listener → ingress listeners (OPS_INGRESS_LISTEN, OPS_INGRESS_TLS_LISTEN) → scheduler → ready. On SIGTERM/SIGINT:
  * /readyz goes 503, both listeners stop taking connections, in-flight requests finish (bounded by
  * OPS_SHUTDOWN_GRACE_MS), the scheduler stops, close hooks flush (replicas are stopped there),
  * the databases close, and the process exits 0.
@@ -8,7 +8,7 @@
 import type { Config } from "./core/config";
 import { createCore, createHttpApp, closeCore, modulesOf, maxBodyLimit, type CoreOptions, type HttpApp } from "./app";
 import type { Core } from "./core/core";
-import { startIngress } from "./adapters/ingress";
+import { startIngress, startIngressTls } from "./adapters/ingress";
 
 export interface RunningServer {
   core: Core;
@@ -18,6 +18,8 @@ export interface RunningServer {
   port: number;
   /** The ingress's address while it listens (null when off or not bound). */
   ingressUrl: string | null;
+  /** The ingress's HTTPS address while it listens (null when off or not bound). */
+  ingressTlsUrl: string | null;
   /** Drain and close; resolves when everything is closed. */
   shutdown(reason: string): Promise<void>;
 }
@@ -29,7 +31,8 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
   app.listen({ hostname: config.listen.host, port: config.listen.port, maxRequestBodySize: maxBodyLimit(core), idleTimeout: 120 });
   const server = app.server;
   if (!server) throw new Error("the HTTP server did not start");
-  const ingress = startIngress(core);
+  const plainIngress = startIngress(core);
+  const ingress = (await startIngressTls(core)) ?? plainIngress;
   core.scheduler.start();
   core.state.ready = true;
   const url = `http://${config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host}:${server.port}`;
@@ -70,5 +73,5 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
     process.once("SIGTERM", () => onSignal("SIGTERM"));
     process.once("SIGINT", () => onSignal("SIGINT"));
   }
-  return { core, app, url, port: server.port ?? config.listen.port, ingressUrl: ingress?.address?.url ?? null, shutdown };
+  return { core, app, url, port: server.port ?? config.listen.port, ingressUrl: ingress?.address?.url ?? null, ingressTlsUrl: ingress?.tlsAddress?.url ?? null, shutdown };
 }

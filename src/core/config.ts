@@ -83,6 +83,8 @@ export interface Config {
   readonly dockerSocket: string;
   /** host:port of the ingress listener, or null when it is off. */
   readonly ingressListen: { readonly host: string; readonly port: number } | null;
+  /** host:port of the ingress's HTTPS listener, or null when it is off (the default). */
+  readonly ingressTlsListen: { readonly host: string; readonly port: number } | null;
   /** How long a rollout waits for new replicas to pass their health probe, in seconds. */
   readonly deployHealthTimeoutSecs: number;
   /** Days log events, spans and raw metric samples are kept. */
@@ -142,6 +144,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_RUNTIME", default: "process", description: "Service runtime: process (supervised, sandboxed) or docker (Engine socket)" },
   { name: "OPS_DOCKER_SOCKET", default: "/var/run/docker.sock", description: "Docker Engine socket for OPS_RUNTIME=docker" },
   { name: "OPS_INGRESS_LISTEN", default: "127.0.0.1:8081", description: "host:port of the ingress that routes to services; off = none" },
+  { name: "OPS_INGRESS_TLS_LISTEN", default: "off", description: "host:port of the ingress's HTTPS listener (certificates by SNI); a VM sets 0.0.0.0:443" },
   { name: "OPS_DEPLOY_HEALTH_TIMEOUT_SECS", default: "60", description: "How long a rollout waits for new replicas to pass their health probe" },
   { name: "OPS_LOG_RETENTION_DAYS", default: "14", description: "Days logs, spans and raw metric samples are kept" },
   { name: "OPS_TELEMETRY_MAX_BYTES", default: "10737418240", description: "Size telemetry may take before the oldest is evicted" },
@@ -256,6 +259,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
   }
 
   const ingress = (str(e, "OPS_INGRESS_LISTEN") ?? "127.0.0.1:8081").toLowerCase();
+  const ingressTls = (str(e, "OPS_INGRESS_TLS_LISTEN") ?? "off").toLowerCase();
   const trustedProxies = (str(e, "OPS_TRUSTED_PROXIES") ?? "").split(",").map((c) => c.trim()).filter((c) => c !== "");
   for (const cidr of trustedProxies) {
     const [addr, bits, more] = cidr.split("/");
@@ -306,6 +310,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     runtime: oneOf(e, "OPS_RUNTIME", ["process", "docker"] as const, "process"),
     dockerSocket: path.resolve(cwd, str(e, "OPS_DOCKER_SOCKET") ?? "/var/run/docker.sock"),
     ingressListen: ingress === "off" ? null : parseListen(ingress, "OPS_INGRESS_LISTEN"),
+    ingressTlsListen: ingressTls === "off" ? null : parseListen(ingressTls, "OPS_INGRESS_TLS_LISTEN"),
     deployHealthTimeoutSecs: int(e, "OPS_DEPLOY_HEALTH_TIMEOUT_SECS", 60, 1, 3600),
     logRetentionDays: int(e, "OPS_LOG_RETENTION_DAYS", 14, 1, 3650),
     telemetryMaxBytes: int(e, "OPS_TELEMETRY_MAX_BYTES", 10 * 1024 * 1024 * 1024, 1024 * 1024, 1024 ** 5),

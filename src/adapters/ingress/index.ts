@@ -51,3 +51,21 @@ export function startIngress(core: Core): Ingress | null {
     return null;
   }
 }
+
+/**
+ * Start the ingress's HTTPS listener on `core.config.ingressTlsListen` (null: off). Like the plain
+ * listener, a port that cannot be bound is logged as an error and ops serves on without it.
+ */
+export async function startIngressTls(core: Core): Promise<Ingress | null> {
+  const listen = core.config.ingressTlsListen;
+  if (!listen) return null;
+  const ingress = ingressOf(core);
+  try {
+    const addr = await ingress.listenTls(listen.host, listen.port);
+    core.log.info("the ingress is serving HTTPS", { listen: addr.url, certificates: ingress.certificates.names().length });
+    return ingress;
+  } catch (e) {
+    core.log.error("the ingress could not listen for HTTPS; services are not reachable over it", { listen: `${listen.host}:${listen.port}`, err: (e as Error).message, setting: "OPS_INGRESS_TLS_LISTEN" });
+    return null;
+  }
+}

@@ -21,6 +21,7 @@ import { GOING_AWAY } from "./ws-frames";
 import { trustedProxies } from "./forwarded";
 import { endClient, listen, writeClient } from "./listener";
 import { closeIdle } from "./pool";
+import { CertStore, HostSet, listenTls, plainAnswers, type PlainAnswerState, type TlsListener } from "./tls";
 import type { Client, Ctx, IngressMetrics } from "./types";
 
 export type { IngressMetrics } from "./types";
@@ -73,6 +74,13 @@ export interface Ingress {
   /** Start listening (throws when the address cannot be bound). */
   listen(host: string, port: number): IngressAddress;
   readonly address: IngressAddress | null;
+  /** Start the TLS listener (OPS_INGRESS_TLS_LISTEN); rejects when the address cannot be bound. */
+  listenTls(host: string, port: number): Promise<IngressAddress>;
+  readonly tlsAddress: IngressAddress | null;
+  /** The certificates the TLS listener serves, by host name; changes apply from the next handshake. */
+  readonly certificates: CertStore;
+  /** Where the plain listener finds ACME HTTP-01 key authorizations (null: none answered). */
+  setChallenges(lookup: ((token: string) => string | null) | null): void;
   /**
    * Stop taking connections, let requests in flight finish within `graceMs` (then cut them),
    * close WebSocket tunnels.
@@ -103,7 +111,13 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     exchanges: new Set(),
     metrics: { connections: 0, accepted: 0, refusedPerAddress: 0, refusedTotal: 0, requests: 0, badRequests: 0, headTimeouts: 0, idleTimeouts: 0, bodyTimeouts: 0, credentialsStripped: 0, upstreamFailures: 0 },
     stopping: false,
+    plain: null,
   };
+  const certificates = new CertStore();
+  const answers: PlainAnswerState = { challenge: null, redirects: new HostSet([]), httpsPort: null, certs: certificates };
+  ctx.plain = plainAnswers(answers);
+  let tlsListener: TlsListener | null = null;
+  let tlsAddress: IngressAddress | null = null;
   let entries = new Map<string, ServiceEntry>();
   let listener: TCPSocketListener<Client> | null = null;
   let stopSweep: (() => void) | null = null;
@@ -112,6 +126,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
   const swap = (next: Map<string, ServiceEntry>) => {
     entries = next;
     ctx.table = compileTable([...next.values()]);
+    answers.redirects = new HostSet([...next.values()].flatMap((e) => e.routes.filter((r) => r.redirectHttp).flatMap((r) => r.hosts)));
     for (const c of ctx.table.conflicts) ctx.log?.warn("ingress route claimed twice", { host: c.host, path_prefix: c.pathPrefix, kept: c.kept, ignored: c.ignored });
   };
 
@@ -158,13 +173,34 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     get address() {
       return address;
     },
+    async listenTls(host, port) {
+      if (tlsListener) throw new Error("the ingress's TLS listener is already listening");
+      ctx.stopping = false;
+      tlsListener = await listenTls(ctx, host, port, certificates);
+      answers.httpsPort = tlsListener.port;
+      const h = host.includes(":") ? `[${host}]` : host;
+      tlsAddress = { host, port: tlsListener.port, url: `https://${h}:${tlsListener.port}` };
+      return tlsAddress;
+    },
+    get tlsAddress() {
+      return tlsAddress;
+    },
+    certificates,
+    setChallenges(lookup) {
+      answers.challenge = lookup;
+    },
     async stop(graceMs) {
       const l = listener;
-      if (!l) return;
+      const t = tlsListener;
+      if (!l && !t) return;
       listener = null;
       address = null;
+      tlsListener = null;
+      tlsAddress = null;
+      answers.httpsPort = null;
       ctx.stopping = true;
-      l.stop(false);
+      l?.stop(false);
+      t?.stop();
       for (const c of ctx.clients) {
         if (c.tunnel) {
           // A WebSocket client is told the server is going away, between two frames.

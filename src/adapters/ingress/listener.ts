@@ -15,8 +15,8 @@
  * per socket restarted on every read (which a slow sender keeps alive forever). Each limit is
  * counted in the ingress's metrics.
  */
-import type { TCPSocketListener } from "bun";
-import type { Client, Ctx } from "./types";
+import type { SocketHandler, TCPSocketListener } from "bun";
+import type { Client, ClientSocket, Ctx } from "./types";
 import { Wait } from "./types";
 import { HttpError } from "./http-error";
 import { parseRequestHead, type RequestHead } from "./request-parser";
@@ -117,11 +117,18 @@ export function nextRequest(ctx: Ctx, c: Client): void {
     let fields: string;
     if (!c.trusted) {
       if (c.fields === null || c.fieldsHost !== req.host) {
-        c.fields = forwardedFields(req.forwarding, c.ip, false, ctx.settings.trusted, req.host, ctx.settings.proto);
+        c.fields = forwardedFields(req.forwarding, c.ip, false, ctx.settings.trusted, req.host, c.proto);
         c.fieldsHost = req.host;
       }
       fields = c.fields;
-    } else fields = forwardedFields(req.forwarding, c.ip, true, ctx.settings.trusted, req.host, ctx.settings.proto);
+    } else fields = forwardedFields(req.forwarding, c.ip, true, ctx.settings.trusted, req.host, c.proto);
+    if (c.proto === "http" && ctx.plain !== null) {
+      const own = ctx.plain(c, req);
+      if (own !== null) {
+        respond(ctx, c, own, req);
+        continue;
+      }
+    }
     const forward = requestHeadOut(req, fields);
     if (req.body !== 0) {
       c.wait = Wait.Body;
@@ -178,105 +185,127 @@ function sweep(ctx: Ctx): void {
   }
 }
 
-/** Start listening; returns the listener and a function that stops the sweep. */
-export function listen(ctx: Ctx, host: string, port: number): { listener: TCPSocketListener<Client>; stopSweep: () => void } {
+/** The client socket's events, shared by the plain listener (Bun sockets) and the TLS one (tls.ts). */
+export interface ClientHandlers {
+  open(sock: ClientSocket): void;
+  data(sock: ClientSocket, bytes: Buffer): void;
+  drain(sock: ClientSocket): void;
+  end(sock: ClientSocket): void;
+  error(sock: ClientSocket, err: Error): void;
+  close(sock: ClientSocket): void;
+}
+
+/** Start the deadline sweep; returns the function that stops it. */
+export function startSweep(ctx: Ctx): () => void {
   const s = ctx.settings;
   const tick = Math.min(1000, Math.max(25, Math.floor(Math.min(s.headerTimeoutMs, s.idleTimeoutMs, s.bodyTimeoutMs) / 4)));
   const timer = setInterval(() => sweep(ctx), tick);
   timer.unref?.();
+  return () => clearInterval(timer);
+}
+
+/** Start listening; returns the listener and a function that stops the sweep. */
+export function listen(ctx: Ctx, host: string, port: number): { listener: TCPSocketListener<Client>; stopSweep: () => void } {
+  const stopSweep = startSweep(ctx);
   const listener = Bun.listen<Client>({
     hostname: host,
     port,
     allowHalfOpen: true,
-    socket: {
-      open(sock) {
-        const ip = peerAddress(sock.remoteAddress);
-        const c: Client = { socket: sock, ip, trusted: s.trusted.has(ip), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, peerEnded: false, ended: false, closed: false, paused: false, fields: null, fieldsHost: null, wait: Wait.Head, deadline: Date.now() + s.headerTimeoutMs };
-        sock.data = c;
-        const mine = (ctx.perAddress.get(ip) ?? 0) + 1;
-        if (mine > s.maxConnPerIp || ctx.clients.size >= s.maxConnections) {
-          if (mine > s.maxConnPerIp) ctx.metrics.refusedPerAddress++;
-          else ctx.metrics.refusedTotal++;
-          c.closed = true;
-          sock.write(pageBytes(badRequestPage(503, mine > s.maxConnPerIp ? "this address has too many connections open" : "the server has too many connections open"), true, false));
-          sock.end();
-          return;
-        }
-        ctx.perAddress.set(ip, mine);
-        ctx.clients.add(c);
-        ctx.metrics.connections++;
-        ctx.metrics.accepted++;
-        sock.setNoDelay(true);
-      },
-      data(sock, bytes) {
-        const c = sock.data;
-        if (c.closed) return;
-        if (c.tunnel) {
-          writeConn(c.tunnel, bytes);
-          return clientFlow(c);
-        }
-        if (c.ended) return;
-        try {
-          if (c.ex) return clientBytes(ctx, c, bytes);
-          if (c.wait === Wait.Idle) {
-            c.wait = Wait.Head;
-            c.deadline = Date.now() + s.headerTimeoutMs;
-          }
-          if (c.buf) c.buf = Buffer.concat([c.buf, bytes]);
-          else {
-            c.buf = bytes;
-            c.borrowed = true;
-          }
-          nextRequest(ctx, c);
-        } catch (e) {
-          if (c.ex) fail(ctx, c.ex, badRequestPage(e instanceof HttpError ? e.status : 400, (e as Error).message));
-          else refuse(ctx, c, e);
-        } finally {
-          if (c.borrowed) {
-            c.borrowed = false;
-            if (c.buf) c.buf = Buffer.from(c.buf);
-            clientFlow(c);
-          }
-        }
-      },
-      drain(sock) {
-        const c = sock.data;
-        if (!c.out) return;
-        const out = c.out;
-        c.out = null;
-        pushClient(c, out);
-        if (c.out) return;
-        if (c.ended) c.socket.end();
-        const u = c.ex?.up ?? c.tunnel;
-        if (u) connFlow(u, false);
-      },
-      end(sock) {
-        // The client half-closed: answer the requests it sent whole, then close.
-        const c = sock.data;
-        if (c.closed) return;
-        c.peerEnded = true;
-        if (c.tunnel) return endClient(c);
-        // A body cut short can never be completed: the exchange ends now, not at its deadline.
-        if (c.ex !== null && !c.ex.reqDone) {
-          ctx.metrics.badRequests++;
-          return fail(ctx, c.ex, badRequestPage(400, "the connection closed before its body was complete"));
-        }
-        if (c.ex === null) afterRequests(ctx, c);
-      },
-      error(sock, err) {
-        ctx.log?.debug?.("ingress client connection failed", { err: err.message });
-      },
-      close(sock) {
-        const c = sock.data;
-        if (!ctx.clients.delete(c)) return;
-        c.closed = true;
-        ctx.metrics.connections--;
-        const n = (ctx.perAddress.get(c.ip) ?? 1) - 1;
-        if (n <= 0) ctx.perAddress.delete(c.ip);
-        else ctx.perAddress.set(c.ip, n);
-        clientClosed(ctx, c);
-      },
-    },
+    socket: clientHandlers(ctx, "http") as unknown as SocketHandler<Client>,
   });
-  return { listener, stopSweep: () => clearInterval(timer) };
+  return { listener, stopSweep };
+}
+
+/** Every client connection's events, for clients using `proto`. */
+export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandlers {
+  const s = ctx.settings;
+  return {
+    open(sock) {
+      const ip = peerAddress(sock.remoteAddress);
+      const c: Client = { socket: sock, ip, proto, trusted: s.trusted.has(ip), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, peerEnded: false, ended: false, closed: false, paused: false, fields: null, fieldsHost: null, wait: Wait.Head, deadline: Date.now() + s.headerTimeoutMs };
+      sock.data = c;
+      const mine = (ctx.perAddress.get(ip) ?? 0) + 1;
+      if (mine > s.maxConnPerIp || ctx.clients.size >= s.maxConnections) {
+        if (mine > s.maxConnPerIp) ctx.metrics.refusedPerAddress++;
+        else ctx.metrics.refusedTotal++;
+        c.closed = true;
+        sock.write(pageBytes(badRequestPage(503, mine > s.maxConnPerIp ? "this address has too many connections open" : "the server has too many connections open"), true, false));
+        sock.end();
+        return;
+      }
+      ctx.perAddress.set(ip, mine);
+      ctx.clients.add(c);
+      ctx.metrics.connections++;
+      ctx.metrics.accepted++;
+      sock.setNoDelay(true);
+    },
+    data(sock, bytes) {
+      const c = sock.data;
+      if (c.closed) return;
+      if (c.tunnel) {
+        writeConn(c.tunnel, bytes);
+        return clientFlow(c);
+      }
+      if (c.ended) return;
+      try {
+        if (c.ex) return clientBytes(ctx, c, bytes);
+        if (c.wait === Wait.Idle) {
+          c.wait = Wait.Head;
+          c.deadline = Date.now() + s.headerTimeoutMs;
+        }
+        if (c.buf) c.buf = Buffer.concat([c.buf, bytes]);
+        else {
+          c.buf = bytes;
+          c.borrowed = true;
+        }
+        nextRequest(ctx, c);
+      } catch (e) {
+        if (c.ex) fail(ctx, c.ex, badRequestPage(e instanceof HttpError ? e.status : 400, (e as Error).message));
+        else refuse(ctx, c, e);
+      } finally {
+        if (c.borrowed) {
+          c.borrowed = false;
+          if (c.buf) c.buf = Buffer.from(c.buf);
+          clientFlow(c);
+        }
+      }
+    },
+    drain(sock) {
+      const c = sock.data;
+      if (!c.out) return;
+      const out = c.out;
+      c.out = null;
+      pushClient(c, out);
+      if (c.out) return;
+      if (c.ended) c.socket.end();
+      const u = c.ex?.up ?? c.tunnel;
+      if (u) connFlow(u, false);
+    },
+    end(sock) {
+      // The client half-closed: answer the requests it sent whole, then close.
+      const c = sock.data;
+      if (c.closed) return;
+      c.peerEnded = true;
+      if (c.tunnel) return endClient(c);
+      // A body cut short can never be completed: the exchange ends now, not at its deadline.
+      if (c.ex !== null && !c.ex.reqDone) {
+        ctx.metrics.badRequests++;
+        return fail(ctx, c.ex, badRequestPage(400, "the connection closed before its body was complete"));
+      }
+      if (c.ex === null) afterRequests(ctx, c);
+    },
+    error(sock, err) {
+      ctx.log?.debug?.("ingress client connection failed", { err: err.message });
+    },
+    close(sock) {
+      const c = sock.data;
+      if (!ctx.clients.delete(c)) return;
+      c.closed = true;
+      ctx.metrics.connections--;
+      const n = (ctx.perAddress.get(c.ip) ?? 1) - 1;
+      if (n <= 0) ctx.perAddress.delete(c.ip);
+      else ctx.perAddress.set(c.ip, n);
+      clientClosed(ctx, c);
+    },
+  };
 }

@@ -9,6 +9,10 @@ export interface Page {
   status: number;
   title: string;
   html: string;
+  /** A `text/plain` body instead of HTML (an ACME key authorization). */
+  text?: boolean;
+  /** A `Location` field (a redirect). */
+  location?: string;
 }
 
 function escape(s: string): string {
@@ -28,7 +32,7 @@ function page(status: number, title: string, body: string): Page {
 export function pageBytes(p: Page, close: boolean, headOnly: boolean): Buffer {
   const body = Buffer.from(p.html);
   const head =
-    `HTTP/1.1 ${p.status} ${p.title}\r\ncontent-type: text/html; charset=utf-8\r\ncache-control: no-store\r\n` +
+    `HTTP/1.1 ${p.status} ${p.title}\r\ncontent-type: ${p.text ? "text/plain" : "text/html; charset=utf-8"}\r\ncache-control: no-store\r\n${p.location ? `location: ${p.location}\r\n` : ""}` +
     `date: ${new Date().toUTCString()}\r\ncontent-length: ${body.length}\r\n${close ? "connection: close\r\n" : ""}\r\n`;
   return headOnly ? Buffer.from(head, "latin1") : Buffer.concat([Buffer.from(head, "latin1"), body]);
 }

@@ -36,6 +36,8 @@ export interface ServiceRoute {
   hosts: string[];
   /** Default `/`. */
   pathPrefix?: string;
+  /** Plain HTTP to these hosts gets a 308 to HTTPS while the TLS listener runs (a domain's `redirect_http`). */
+  redirectHttp?: boolean;
 }
 
 export interface ServiceEntry {

@@ -3,7 +3,6 @@
  * response), a connection to a replica and the per-replica pool, and the context holding them.
  * listener.ts owns clients, pool.ts replica connections, exchange.ts what flows between them.
  */
-import type { Socket } from "bun";
 import type { Logger } from "../../core/log";
 import type { ChunkedDecoder } from "./chunked";
 import type { RequestHead } from "./request-parser";
@@ -12,6 +11,7 @@ import type { Out } from "./serializer";
 import type { CompiledTable, Target, TargetUpstream } from "./table";
 import type { TrustedProxies } from "./forwarded";
 import type { FrameTracker } from "./ws-frames";
+import type { Page } from "./pages";
 
 /** What a client connection is waiting for, and so which deadline holds. */
 export const enum Wait {
@@ -25,9 +25,26 @@ export const enum Wait {
   Body,
 }
 
+/**
+ * What the ingress needs of a client socket: a Bun socket on the plain listener, a node:tls
+ * socket behind an adapter on the TLS listener (tls.ts). `write` returns the bytes taken.
+ */
+export interface ClientSocket {
+  data: Client;
+  readonly remoteAddress: string;
+  write(bytes: Uint8Array): number;
+  end(): void;
+  pause(): void;
+  resume(): void;
+  terminate(): void;
+  setNoDelay(on?: boolean): unknown;
+}
+
 export interface Client {
-  socket: Socket<Client>;
+  socket: ClientSocket;
   ip: string;
+  /** The scheme the client used: `http` on the plain listener, `https` on the TLS one. */
+  proto: "http" | "https";
   /** The peer is in OPS_TRUSTED_PROXIES. */
   trusted: boolean;
   /** Bytes received and not consumed yet: a head being read, body bytes waiting for their replica, requests queued behind the current one. */
@@ -99,7 +116,7 @@ export interface Replica {
 }
 
 export interface Conn {
-  socket: Socket<Conn>;
+  socket: import("bun").Socket<Conn>;
   key: string;
   replica: Replica;
   ex: Exchange | null;
@@ -164,4 +181,9 @@ export interface Ctx {
   exchanges: Set<Exchange>;
   metrics: IngressMetrics;
   stopping: boolean;
+  /**
+   * Requests the plain listener answers itself before routing (tls.ts): ACME HTTP-01 challenges,
+   * and the 308 to HTTPS for hosts with `redirect_http`. Null: none.
+   */
+  plain: ((c: Client, req: RequestHead) => Page | null) | null;
 }

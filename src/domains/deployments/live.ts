@@ -116,9 +116,9 @@ export function upstreamsOf(core: Core, ids: readonly string[]): Upstream[] {
 /** The domain resources of the service's environment that route to it. */
 export function domainRoutes(core: Core, addr: ServiceAddress): ServiceRoute[] {
   return listOfType(core.db, { project: addr.project, environment: addr.environment }, "domain")
-    .map((d) => specOf<{ hosts: string[]; service: string; path_prefix?: string }>(d))
+    .map((d) => specOf<{ hosts: string[]; service: string; path_prefix?: string; tls?: boolean; redirect_http?: boolean }>(d))
     .filter((d) => d.service === addr.service)
-    .map((d) => ({ hosts: d.hosts.map((h) => h.toLowerCase()), pathPrefix: d.path_prefix ?? "/" }));
+    .map((d) => ({ hosts: d.hosts.map((h) => h.toLowerCase()), pathPrefix: d.path_prefix ?? "/", redirectHttp: d.tls !== false && d.redirect_http !== false }));
 }
 
 /** Point the ingress at `replicaIds` for the service (its default host and its domains' hosts). */
