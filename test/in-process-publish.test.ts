@@ -10,7 +10,7 @@ import { makePerson, makeProject } from "./fixtures";
 import { SYSTEM_ACTOR } from "../src/core/audit";
 import type { ProjectRef } from "../src/core/core";
 import { OpsError } from "../src/core/errors";
-import { publishCargoInProcess, publishNpmInProcess, isPublished, type InProcessPublisher } from "../src/domains/registries/shared/publish";
+import { publishCargoInProcess, publishNpmInProcess, isPublished, type InProcessPublisher } from "../src/domains/registries/service";
 import { claimPackage } from "../src/domains/registries/service";
 import { cargoMetadata, cargoPublishBody, crateArchive, npmPublishBody, npmTarball } from "./support/registries";
 

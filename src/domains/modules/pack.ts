@@ -25,7 +25,7 @@ import { PathRefused, readInside } from "../../core/inside";
 import { runNativeBuild } from "../../adapters/builder/native";
 import { runLimited } from "../../adapters/builder/limits";
 import { DEFAULT_PATH } from "../../adapters/runtime/process";
-import { storedVersion } from "../registries/shared/publish";
+import { storedVersion } from "../registries/service";
 import { CARGO_REGISTRY } from "./manifests";
 import { SKIPPED_DIRS, type ModulePlan, type PlannedModule } from "./plan";
 

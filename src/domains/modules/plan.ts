@@ -17,7 +17,7 @@ import { existsSync, lstatSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import type { Core, ProjectRef } from "../../core/core";
 import { PathRefused, readInside } from "../../core/inside";
-import { claimProblem, isPublished } from "../registries/shared/publish";
+import { claimProblem, isPublished } from "../registries/service";
 import { readCrateHalf, readLayerHalf, crateNameOf, layerNameOf, type HalfContext, type ReadHalf } from "./manifests";
 import { isSemver, parseChangelog, type NotesSection } from "./changelog";
 import { releasedBy } from "./store";

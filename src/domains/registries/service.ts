@@ -12,3 +12,6 @@ export { collectGarbage, GC_TASK } from "./shared/gc";
 export { readImage, parseImageConfig, hostArchitecture, type PulledImage, type ImageConfig, type ImageLayer } from "./oci/pull";
 export { pushImage, storedManifest, storedBlob, type ImagePush, type PushBlob, type PushedImage, type ManifestPusher } from "./oci/push";
 export { installImagePlacement, type ImagePlacement } from "./shared/placement";
+export { claimProblem, isPublished, publishCargoInProcess, publishNpmInProcess, storedVersion, type InProcessPublisher } from "./in-process";
+export { cargoPublishBody } from "./cargo/service";
+export type { NpmPublishBody } from "./npm/service";
