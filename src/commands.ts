@@ -7,6 +7,7 @@ import { serveCommand, migrateCommand, versionCommand } from "./commands/server"
 import { rotateSecretsKeyCommand, sealCommand, unsealCommand } from "./commands/secrets";
 import { adminCreateOperatorCommand, adminCreateProjectCommand } from "./domains/access/commands";
 import { publishCliCommand } from "./domains/cli/commands";
+import { BACKUP_COMMANDS } from "./domains/backups/commands";
 import { CLIENT_COMMANDS } from "./cli";
 
 export const COMMANDS: readonly Command[] = [
@@ -19,5 +20,6 @@ export const COMMANDS: readonly Command[] = [
   adminCreateOperatorCommand,
   adminCreateProjectCommand,
   publishCliCommand,
+  ...BACKUP_COMMANDS,
   ...CLIENT_COMMANDS,
 ];

@@ -5,6 +5,7 @@
  */
 import path from "node:path";
 import { isIP } from "node:net";
+import { Cron } from "croner";
 
 export class ConfigError extends Error {
   constructor(public readonly variable: string, message: string) {
@@ -103,6 +104,16 @@ export interface Config {
   readonly trustedProxies: readonly string[];
   /** Largest OTLP export body once decompressed (and on the wire), in bytes (413 above). */
   readonly otlpMaxDecodedBytes: number;
+  /** Scheduled backups: where to (a directory or s3://bucket/prefix; null = off), when, how many kept. */
+  readonly backup: {
+    readonly to: string | null;
+    readonly schedule: string;
+    readonly keep: number;
+    readonly passphraseFile: string | null;
+    readonly s3: { readonly endpoint: string | null; readonly region: string; readonly accessKeyId: string | null; readonly secretAccessKey: string | null };
+  };
+  /** URL of the release manifest `ops self-update` reads; null = self-update off. */
+  readonly updateUrl: string | null;
 }
 
 /** The variables `loadConfig` reads, with a one-line description each (README and `--help`). */
@@ -155,6 +166,15 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_INGRESS_MAX_CONNECTIONS", default: "10000", description: "Ingress connections open at once, all clients together (503 past it)" },
   { name: "OPS_TRUSTED_PROXIES", default: "(none)", description: "Comma-separated CIDRs of proxies whose X-Forwarded-*/Forwarded the ingress keeps" },
   { name: "OPS_OTLP_MAX_DECODED_BYTES", default: "16777216", description: "Largest OTLP export once decompressed, counted as it inflates (413 above)" },
+  { name: "OPS_BACKUP_TO", default: "(unset)", description: "Scheduled backups go to this directory or s3://bucket/prefix; unset = none" },
+  { name: "OPS_BACKUP_SCHEDULE", default: "0 3 * * *", description: "Cron expression (UTC) of scheduled backups" },
+  { name: "OPS_BACKUP_KEEP", default: "7", description: "Scheduled backups kept at OPS_BACKUP_TO; older ones and their unshared objects are removed" },
+  { name: "OPS_BACKUP_PASSPHRASE_FILE", default: "(unset)", description: "File with the passphrase scheduled backups are encrypted with; unset = not encrypted" },
+  { name: "OPS_BACKUP_S3_ENDPOINT", default: "(unset)", description: "S3 endpoint URL for s3:// backup places" },
+  { name: "OPS_BACKUP_S3_REGION", default: "us-east-1", description: "S3 region for s3:// backup places" },
+  { name: "OPS_BACKUP_S3_ACCESS_KEY_ID", default: "(unset)", description: "S3 access key id for s3:// backup places" },
+  { name: "OPS_BACKUP_S3_SECRET_ACCESS_KEY", default: "(unset)", description: "S3 secret access key for s3:// backup places" },
+  { name: "OPS_UPDATE_URL", default: "(unset)", description: "Release manifest that ops self-update reads (signed by the release key in the binary)" },
 ];
 
 type Env = Record<string, string | undefined>;
@@ -270,6 +290,15 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     }
   }
 
+  const backupSchedule = str(e, "OPS_BACKUP_SCHEDULE") ?? "0 3 * * *";
+  try {
+    // docs/decisions/0383: five fields, UTC, like every other schedule of ops.
+    new Cron(backupSchedule, { timezone: "Etc/UTC", paused: true });
+  } catch (err) {
+    throw new ConfigError("OPS_BACKUP_SCHEDULE", `not a cron expression: ${(err as Error).message}`);
+  }
+  const backupPassphraseFile = str(e, "OPS_BACKUP_PASSPHRASE_FILE");
+
   const config: Config = {
     dataDir,
     listen,
@@ -323,6 +352,19 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     },
     trustedProxies,
     otlpMaxDecodedBytes: int(e, "OPS_OTLP_MAX_DECODED_BYTES", 16 * 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
+    backup: {
+      to: str(e, "OPS_BACKUP_TO"),
+      schedule: backupSchedule,
+      keep: int(e, "OPS_BACKUP_KEEP", 7, 1, 10_000),
+      passphraseFile: backupPassphraseFile === null ? null : path.resolve(cwd, backupPassphraseFile),
+      s3: {
+        endpoint: url(e, "OPS_BACKUP_S3_ENDPOINT", ["http:", "https:"]),
+        region: str(e, "OPS_BACKUP_S3_REGION") ?? "us-east-1",
+        accessKeyId: str(e, "OPS_BACKUP_S3_ACCESS_KEY_ID"),
+        secretAccessKey: str(e, "OPS_BACKUP_S3_SECRET_ACCESS_KEY"),
+      },
+    },
+    updateUrl: url(e, "OPS_UPDATE_URL", ["http:", "https:"]),
   };
   return deepFreeze(config);
 }
