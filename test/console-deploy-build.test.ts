@@ -2,8 +2,9 @@
  * Deploying by picking a build, in a real browser: two versions of the sample app pushed with the
  * real git CLI are built, signed and rolled out by themselves (the newer one runs); on the
  * service page a developer picks the older build in "Build or image", confirms, and the service
- * runs that build's image again, answering with its version through the ingress. Screenshots go
- * to test/artifacts/.
+ * runs that build's image again, answering with its version through the ingress. The Packages
+ * page then lists the service's two digests, each signed by the build that pushed it, and which
+ * one runs. Screenshots go to test/artifacts/.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { rmSync } from "node:fs";
@@ -91,6 +92,27 @@ describe("deploy a build from the console", () => {
     const timeline = await expectStatus<any[]>(await w.ctx.req("GET", "/deployments?service=web"), 200);
     expect(timeline[0].deployment).toMatchObject({ image_digest: builds.v1.image_digest, trigger: "manual" });
     await shot(page, "deployments-build-deployed");
+    await context.close();
+  });
+
+  test("Packages: the service's digests, each signed by its build, and the one that runs", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/projects/${w.ctx.slug}/packages`);
+    await page.getByLabel("Email").fill(w.ctx.owner.email);
+    await page.getByLabel("Password").fill(w.ctx.owner.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.locator("table.images").getByRole("link", { name: `${w.ctx.slug}/web` }).click();
+    const row = (v: string) => page.locator("table.digests tbody tr", { has: page.locator(`code[title="${builds[v]!.image_digest}"]`) });
+    await row("v1").waitFor();
+    expect(await page.locator("table.digests tbody tr").count()).toBe(2);
+    const v1 = await row("v1").innerText();
+    const v2 = await row("v2").innerText();
+    expect(v1).toContain(`signed with the estate key by build ${builds.v1!.id}`);
+    expect(v2).toContain(`signed with the estate key by build ${builds.v2!.id}`);
+    expect(v1).toContain("production");
+    expect(v2).toContain("not running");
+    await shot(page, "packages-image-digests");
     await context.close();
   });
 });

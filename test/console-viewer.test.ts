@@ -8,6 +8,7 @@ import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "
 import type { Browser, Page } from "playwright-core";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
+import { cargoMetadata, cargoPublishBody, crateArchive } from "./support/registries";
 import { launchChromium, layoutShift, problemsOf, shot, signIn, sidewaysOverflow, watchedContext, WallClock } from "./chromium";
 
 setDefaultTimeout(300_000);
@@ -29,6 +30,10 @@ beforeAll(async () => {
   await put("/resources/service", { name: "web", spec: { image: `${SLUG}/web:1`, env_group: "web-env", replicas: 0 } });
   await put("/resources/job", { name: "cleanup", spec: { command: "true" } });
   await expectStatus(await t.request("PUT", `${base}/secrets/web/TOKEN`, { token: owner.session, body: { value: "unit-value" } }), 204);
+  // A crate with a version: its page offers yank, release and claim controls to those allowed.
+  await expectStatus(await t.request("PUT", `${base}/packages/cargo/cafe-menu`, { token: owner.session }), 201);
+  await expectStatus(await t.request("PUT", "/cargo/api/v1/crates/new", { headers: { authorization: owner.session }, raw: cargoPublishBody(cargoMetadata("cafe-menu", "1.0.0"), await crateArchive("cafe-menu", "1.0.0")) }), 200);
+  await expectStatus(await t.request("PUT", `${base}/packages/npm/${encodeURIComponent("@ops/empty")}`, { token: owner.session }), 201);
   browser = await launchChromium();
 }, 60_000);
 
@@ -72,6 +77,9 @@ describe("a viewer's console in chromium at 360 px", () => {
       `/projects/${SLUG}/secrets`,
       `/projects/${SLUG}/secrets/services`,
       `/projects/${SLUG}/packages`,
+      `/projects/${SLUG}/packages/cargo/cafe-menu`,
+      `/projects/${SLUG}/packages/npm/${encodeURIComponent("@ops/empty")}`,
+      `/projects/${SLUG}/packages/images/web`,
       `/projects/${SLUG}/access`,
       `/projects/${SLUG}/access/roles`,
       `/projects/${SLUG}/settings`,

@@ -33,8 +33,10 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
     parsed = null;
   }
   if (!res.ok) {
-    const b = (parsed ?? {}) as { error?: string; message?: string; details?: Record<string, unknown> };
-    throw new ApiError(res.status, b.error ?? "error", b.message ?? `The server answered ${res.status}.`, b.details);
+    // The JSON API's error, or a registry protocol's (cargo says `errors: [{ detail }]`).
+    const b = (parsed ?? {}) as { error?: string; message?: string; details?: Record<string, unknown>; errors?: Array<{ detail?: string; message?: string }> };
+    const protocol = b.errors?.[0]?.detail ?? b.errors?.[0]?.message;
+    throw new ApiError(res.status, b.error ?? "error", b.message ?? protocol ?? `The server answered ${res.status}.`, b.details);
   }
   return parsed as T;
 }

@@ -35,7 +35,9 @@ import { AccessPage } from "./screens/access";
 import { RolesPage } from "./screens/roles";
 import { AuditPage } from "./screens/audit";
 import { SettingsPage } from "./screens/settings";
-import { PackagesPage, PackagePage } from "./screens/packages";
+import { PackagesPage } from "./screens/packages";
+import { PackagePage } from "./screens/package";
+import { ImagePage } from "./screens/image";
 
 /** A resource's page by type; types without their own use the generic one. */
 const RESOURCE_PAGES: Record<string, (p: SectionProps) => JSX.Element> = {
@@ -85,7 +87,12 @@ export const SECTIONS: Section[] = [
   { id: "traces", label: "Traces", needs: "obs.read", page: (p) => <TracesPage {...p} /> },
   { id: "metrics", label: "Metrics", needs: "obs.read", page: (p) => <MetricsPage {...p} /> },
   { id: "modules", label: "Modules", needs: "packages.read", page: (p) => <ModulesSection {...p} /> },
-  { id: "packages", label: "Packages", needs: "packages.read", page: (p) => (p.rest[1] ? <PackagePage {...p} /> : <PackagesPage {...p} />) },
+  {
+    id: "packages",
+    label: "Packages",
+    needs: "packages.read",
+    page: (p) => (p.rest[0] === "images" && p.rest[1] ? <ImagePage {...p} /> : p.rest[1] ? <PackagePage {...p} /> : <PackagesPage {...p} />),
+  },
   { id: "access", label: "Access", needs: "project.read", page: (p) => (p.rest[0] === "roles" ? <RolesPage {...p} /> : <AccessPage {...p} />) },
   { id: "audit", label: "Audit", needs: "audit.read", page: (p) => <AuditPage {...p} /> },
   { id: "settings", label: "Settings", needs: "project.read", page: (p) => <SettingsPage {...p} /> },

@@ -95,6 +95,11 @@ export function CliPage(props: { me: Me }) {
           </table>
         </Scroll>
       )}
+      {canRead && (
+        <p class="hint">
+          The newest release per target. Older versions stay downloadable at <code>/api/v1/cli/releases/&lt;version&gt;/&lt;target&gt;/download</code>; the API keeps no list of them to show here.
+        </p>
+      )}
       <InstallLine projects={projects} />
       {access.can("estate.manage", null) ? <Publish onDone={() => void loaded.reload()} /> : null}
     </section>

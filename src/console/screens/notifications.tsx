@@ -42,8 +42,15 @@ export function NotificationsPage(props: { onRead(): void }) {
   const [items, setItems] = useState<Notice[] | null>(null);
   const [more, setMore] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const projects = useLoad(() => api<ProjectInfo[]>("GET", "/api/v1/projects"), []);
-  const [labels, setLabels] = useState<Map<string, string>>(new Map());
+  // The first project's settings come with the projects: they name the kinds the inbox rows say,
+  // so the rows are drawn once in their final words and nothing moves when the settings arrive.
+  const projects = useLoad(async () => {
+    const list = await api<ProjectInfo[]>("GET", "/api/v1/projects");
+    const first = list[0] ? await api<Setting[]>("GET", `/api/v1/projects/${list[0].slug}/notification-settings`).catch(() => null) : null;
+    return { list, first };
+  }, []);
+  const [changed, setLabels] = useState<Map<string, string> | null>(null);
+  const labels = changed ?? labelsOf(projects.data?.first ?? []);
 
   async function page(cursor: string | null) {
     try {
@@ -133,22 +140,28 @@ export function NotificationsPage(props: { onRead(): void }) {
         </button>
       )}
       <h2>Settings</h2>
-      {projects.data.length === 0 ? <Empty>Settings are per project; you have none yet.</Empty> : <Settings projects={projects.data} onLabels={setLabels} />}
+      {projects.data.list.length === 0 ? <Empty>Settings are per project; you have none yet.</Empty> : <Settings projects={projects.data.list} first={projects.data.first} onLabels={setLabels} />}
     </section>
   );
 }
 
-function Settings(props: { projects: ProjectInfo[]; onLabels(l: Map<string, string>): void }) {
+function labelsOf(settings: readonly Setting[]): Map<string, string> {
+  return new Map(settings.map((x) => [x.kind, x.label ?? x.kind]));
+}
+
+/** The settings per project; `first` is the first project's, already read with the page. */
+function Settings(props: { projects: ProjectInfo[]; first: Setting[] | null; onLabels(l: Map<string, string>): void }) {
   const [slug, setSlug] = useState(props.projects[0]?.slug ?? "");
-  const [settings, setSettings] = useState<Setting[] | null>(null);
+  const [settings, setSettings] = useState<Setting[] | null>(props.first);
   const [ok, setOk] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
+    if (slug === props.projects[0]?.slug && props.first && settings === props.first) return;
     setSettings(null);
     api<Setting[]>("GET", `/api/v1/projects/${slug}/notification-settings`)
       .then((s) => {
         setSettings(s);
-        props.onLabels(new Map(s.map((x) => [x.kind, x.label ?? x.kind])));
+        props.onLabels(labelsOf(s));
       })
       .catch((e) => setError(errorText(e)));
   }, [slug]);

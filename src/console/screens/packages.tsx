@@ -1,47 +1,20 @@
 /**
  * A project's Packages page (`/projects/<slug>/packages`): the npm packages and crates it claimed
- * (latest version, versions, yanked, size, last publisher), its images (newest digest, commit and
- * the environments running it), and the one-line set-up for each client. A package's page
- * (`/packages/<registry>/<name>`) lists its versions with digest, integrity, size, publisher and
- * yanked state, and its dist-tags.
+ * (latest version, versions, yanked, size, last publisher), claiming a new name for either
+ * registry, its images (newest digest, commit and the environments running it, each repository
+ * linking to its digests), and the one-line set-up for each client.
  */
-import { Fragment } from "preact";
+import { useState } from "preact/hooks";
 import { api } from "../api";
-import { Link, when } from "../ui";
+import { Alert, Link, when } from "../ui";
+import type { Access } from "../access";
 import type { SectionProps } from "../frame";
 import { CopyField } from "../widgets/copy-field";
-import { Empty, Pending, Scroll, useLoad } from "../widgets/load";
+import { Action, Denied } from "../widgets/guard";
+import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
 import { bytes } from "../widgets/resources";
 import { short } from "../widgets/services";
-
-interface PackageSummary {
-  name: string;
-  registry: string;
-  latest?: string | null;
-  versions: number;
-  yanked: number;
-  bytes: number;
-  published_at?: string | null;
-  publisher?: string | null;
-}
-
-interface ProjectPackages {
-  npm: PackageSummary[];
-  cargo: PackageSummary[];
-  images: Array<{ repository: string; service: string; digest: string; commit: string; environments: string[]; pushed_at?: string | null; size_bytes?: number | null }>;
-  npm_registry_url: string;
-  cargo_index_url: string;
-  registry_host: string;
-}
-
-interface PackageDetail {
-  name: string;
-  registry: string;
-  dist_tags: Record<string, string>;
-  versions: Array<{ version: string; digest: string; integrity?: string | null; published_at: string; publisher: string; size_bytes: number; yanked: boolean }>;
-}
-
-const pkgPage = (slug: string, p: PackageSummary) => `/projects/${slug}/packages/${p.registry}/${encodeURIComponent(p.name)}`;
+import { CLAIM_REGISTRIES, imagePage, packageApi, packagePage, type PackageSummary, type ProjectPackages } from "../widgets/packages";
 
 function PackageTable(props: { slug: string; rows: PackageSummary[]; caption: string }) {
   if (props.rows.length === 0) return <Empty>None claimed yet.</Empty>;
@@ -62,7 +35,7 @@ function PackageTable(props: { slug: string; rows: PackageSummary[]; caption: st
           {props.rows.map((p) => (
             <tr key={p.name}>
               <td>
-                <Link href={pkgPage(props.slug, p)}>
+                <Link href={packagePage(props.slug, p.registry, p.name)}>
                   <strong>{p.name}</strong>
                 </Link>
               </td>
@@ -78,6 +51,58 @@ function PackageTable(props: { slug: string; rows: PackageSummary[]; caption: st
         </tbody>
       </table>
     </Scroll>
+  );
+}
+
+/**
+ * Claim a name for the project in one registry: publishing under it is then this project's alone.
+ * A name another project holds is refused with the server's message (409).
+ */
+function ClaimName(props: { slug: string; access: Access; onClaimed(what: string): void }) {
+  const [registry, setRegistry] = useState<string>("npm");
+  const [name, setName] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  if (!props.access.can("packages.publish", null)) return <Denied access={props.access} perm="packages.publish" env={null} what="Claiming a package name" />;
+  async function claim(e: Event) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const claimed = await api<PackageSummary>("PUT", packageApi(props.slug, registry, name.trim()));
+      setName("");
+      props.onClaimed(`The ${registry} name ${claimed.name} is this project's: publish under it with a token of this project.`);
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <form class="card grid-form claim-form" onSubmit={(e) => void claim(e)} aria-labelledby="claim-title">
+      <h3 id="claim-title">Claim a name</h3>
+      <div>
+        <label for="claim-registry">Registry</label>
+        <select id="claim-registry" value={registry} onChange={(e) => setRegistry(e.currentTarget.value)}>
+          {CLAIM_REGISTRIES.map((r) => (
+            <option key={r} value={r}>
+              {r}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div>
+        <label for="claim-name">Package name</label>
+        <input id="claim-name" required autocomplete="off" spellcheck={false} placeholder={registry === "npm" ? "@scope/name" : "crate-name"} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </div>
+      <p class="hint">A name is one project's: only its members publish under it. A claim with nothing published can be released from the package's page.</p>
+      {error && <Alert>{error}</Alert>}
+      <div class="actions">
+        <Action access={props.access} perm="packages.publish" env={null} type="submit" class="primary" off={busy || name.trim() === ""} onClick={() => undefined}>
+          {busy ? "Claiming…" : "Claim"}
+        </Action>
+      </div>
+    </form>
   );
 }
 
@@ -108,15 +133,18 @@ function SetUp(props: { data: ProjectPackages }) {
 export function PackagesPage(props: SectionProps) {
   const slug = props.project.slug;
   const loaded = useLoad(() => api<ProjectPackages>("GET", `/api/v1/projects/${slug}/packages`), [slug]);
+  const [ok, setOk] = useState<string | null>(null);
   if (!loaded.data) return <Pending what="packages" error={loaded.error} tall />;
   const d = loaded.data;
   return (
     <section aria-labelledby="packages-title">
       <h2 id="packages-title">Packages</h2>
+      {ok && <Alert kind="ok">{ok}</Alert>}
       <h3>npm</h3>
       <PackageTable slug={slug} rows={d.npm} caption="npm packages" />
       <h3>Crates</h3>
       <PackageTable slug={slug} rows={d.cargo} caption="Crates" />
+      <ClaimName slug={slug} access={props.access} onClaimed={(what) => void loaded.reload().then(() => setOk(what))} />
       <h3>Images</h3>
       {d.images.length === 0 ? (
         <Empty>No image pushed yet: a service's build pushes one.</Empty>
@@ -137,7 +165,7 @@ export function PackagesPage(props: SectionProps) {
               {d.images.map((i) => (
                 <tr key={i.repository}>
                   <td>
-                    <Link href={`/projects/${slug}/deployments/${encodeURIComponent(i.service)}`}>{i.repository}</Link>
+                    <Link href={imagePage(slug, i.service)}>{i.repository}</Link>
                   </td>
                   <td>
                     <code title={i.digest}>{short(i.digest)}</code>
@@ -155,86 +183,6 @@ export function PackagesPage(props: SectionProps) {
         </Scroll>
       )}
       <SetUp data={d} />
-    </section>
-  );
-}
-
-export function PackagePage(props: SectionProps) {
-  const slug = props.project.slug;
-  const [registry = "", name = ""] = props.rest;
-  const loaded = useLoad(() => api<PackageDetail>("GET", `/api/v1/projects/${slug}/packages/${encodeURIComponent(registry)}/${encodeURIComponent(name)}`), [slug, registry, name]);
-  const heading = (
-    <h2 id="package-title">
-      <Link href={`/projects/${slug}/packages`}>Packages</Link> <span class="muted">/</span> {registry} <span class="muted">/</span> {name}
-    </h2>
-  );
-  if (!loaded.data) {
-    return (
-      <section aria-labelledby="package-title">
-        {heading}
-        <Pending what={name} error={loaded.error} tall />
-      </section>
-    );
-  }
-  const d = loaded.data;
-  const tags = Object.entries(d.dist_tags);
-  return (
-    <section aria-labelledby="package-title">
-      {heading}
-      {registry === "npm" && (
-        <p>
-          Install: <CopyField label="install command" value={`npm install ${d.name}`} />
-        </p>
-      )}
-      {registry === "cargo" && (
-        <p>
-          Add: <CopyField label="add command" value={`cargo add ${d.name} --registry ops`} />
-        </p>
-      )}
-      {tags.length > 0 && (
-        <dl class="facts">
-          {tags.map(([tag, version]) => (
-            <Fragment key={tag}>
-              <dt>{tag}</dt>
-              <dd>{version}</dd>
-            </Fragment>
-          ))}
-        </dl>
-      )}
-      {d.versions.length === 0 ? (
-        <Empty>The name is claimed; nothing is published yet.</Empty>
-      ) : (
-        <Scroll>
-          <table class="versions">
-            <caption class="visually-hidden">Versions of {d.name}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Version</th>
-                <th scope="col">Published</th>
-                <th scope="col">By</th>
-                <th scope="col">Size</th>
-                <th scope="col">SHA-256</th>
-              </tr>
-            </thead>
-            <tbody>
-              {d.versions.map((v) => (
-                <tr key={v.version} class={v.yanked ? "revoked" : undefined}>
-                  <td>
-                    <strong>{v.version}</strong>
-                    {v.yanked && <span class="tag tag-warn">yanked</span>}
-                  </td>
-                  <td>{when(v.published_at)}</td>
-                  <td>{v.publisher}</td>
-                  <td>{bytes(v.size_bytes)}</td>
-                  <td>
-                    <code title={v.integrity ?? undefined}>{v.digest.slice(0, 16)}…</code>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
-      )}
     </section>
   );
 }
