@@ -69,14 +69,14 @@ export function upstreamBytes(ctx: Ctx, u: Conn, bytes: Buffer): void {
     if (res.status === 101) {
       if (!ex.req.websocket) throw new HttpError(502, "the replica switched protocols unasked");
       ex.answered = true;
-      writeClient(c, Buffer.concat([Buffer.from(responseHeadOut(res, false, false, ex.req.method)!.head, "latin1"), src.subarray(res.end)]));
+      writeClient(c, withHead(responseHeadOut(res, src, false, false, ex.req.method)!.head!, src.subarray(res.end)));
       tunnel(ctx, ex, u);
       u.frames!.feed(src.subarray(res.end));
       return;
     }
     if (res.status < 200) {
       // An interim answer (100 Continue, 103 Early Hints): relayed to HTTP/1.1 clients; the final one follows.
-      if (!ex.req.http10) writeClient(c, responseHeadOut(res, false, false, ex.req.method)!.head);
+      if (!ex.req.http10) writeClient(c, responseHeadOut(res, src, false, false, ex.req.method)!.head ?? src.subarray(res.from, res.end));
       from = res.end;
       if (from >= src.length) return;
       continue;
@@ -84,7 +84,7 @@ export function upstreamBytes(ctx: Ctx, u: Conn, bytes: Buffer): void {
     // An answer before the whole request body arrived: nothing more goes to the replica, and the
     // client's connection cannot be resynchronised.
     const early = !ex.reqDone;
-    const out = responseHeadOut(res, ex.req.http10, early || ex.req.close || c.closeAfter || ctx.stopping, ex.req.method);
+    const out = responseHeadOut(res, src, ex.req.http10, early || ex.req.close || c.closeAfter || ctx.stopping, ex.req.method);
     if (out === null) throw new HttpError(502, "the replica used a transfer coding an HTTP/1.0 client cannot be sent");
     ex.res = res;
     ex.resOut = out.mode;
@@ -92,15 +92,21 @@ export function upstreamBytes(ctx: Ctx, u: Conn, bytes: Buffer): void {
     if (!res.reusable || early) u.reusable = false;
     if (res.body === Body.Length) ex.resLeft = res.length;
     else if (res.body === Body.Chunked) ex.resChunks = new ChunkedDecoder(502);
-    writeClient(c, out.head);
     ex.answered = true;
-    return relayBody(ctx, ex, u, src, res.end);
+    return relayBody(ctx, ex, u, src, res.end, out.head ?? res.from);
   }
 }
 
-/** Relay the response body in `src` from `from` to the end of the response. */
-function relayBody(ctx: Ctx, ex: Exchange, u: Conn, src: Buffer, from: number): void {
+/**
+ * Relay the response body in `src` from `from` to the end of the response, after `head` when this
+ * is the first part of the answer: the head written anew, or where in `src` the replica's head
+ * starts when it is sent as received (serializer.ts). The head and the body bytes at hand leave in
+ * one write, so a small answer is one syscall and one segment rather than two (written from the
+ * replica's callback, a write to the client is not corked with the next).
+ */
+function relayBody(ctx: Ctx, ex: Exchange, u: Conn, src: Buffer, from: number, head: string | number | null = null): void {
   let end = src.length;
+  let body: Uint8Array | null = null;
   switch (ex.resOut) {
     case Out.None:
       end = from;
@@ -110,19 +116,32 @@ function relayBody(ctx: Ctx, ex: Exchange, u: Conn, src: Buffer, from: number): 
         end = Math.min(src.length, from + ex.resLeft);
         ex.resLeft -= end - from;
       }
-      if (end > from) writeClient(ex.client, from === 0 && end === src.length ? src : src.subarray(from, end));
+      if (end > from) body = from === 0 && end === src.length ? src : src.subarray(from, end);
       break;
     case Out.Rechunk:
     case Out.Dechunk: {
       const r = reframe(ex.resChunks!, src, from, ex.resOut === Out.Rechunk);
-      if (r.out !== null) writeClient(ex.client, r.out);
+      body = r.out;
       end = r.end >= 0 ? r.end : src.length;
       break;
     }
   }
+  // A head sent as received is only ever followed by a body sent as received (no body, or a length).
+  if (typeof head === "number") writeClient(ex.client, head === 0 && end === src.length ? src : src.subarray(head, end));
+  else if (head === null) {
+    if (body !== null) writeClient(ex.client, body);
+  } else writeClient(ex.client, body === null ? head : withHead(head, body));
   // Bytes past the end of the response: out of step, never pooled again.
   if (end < src.length) u.reusable = false;
   if (responseDone(ex)) finish(ctx, ex);
+}
+
+/** `head` (latin1) followed by `body`, in one buffer. */
+function withHead(head: string, body: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(head.length + body.length);
+  out.write(head, 0, "latin1");
+  out.set(body, head.length);
+  return out;
 }
 
 function tunnel(ctx: Ctx, ex: Exchange, u: Conn): void {

@@ -29,10 +29,20 @@ export interface ResponseHead {
   reusable: boolean;
   /** The transfer codings before the final `chunked` (`gzip, ` …), kept for the client; "" when none. */
   codings: string;
-  /** The head as latin1, from the status line to the last field line (no CRLF after it). */
-  head: string;
-  /** [start, end) ranges of `head` holding the field lines relayed as they are (each starts with CRLF). */
+  /** Offset of the head (its status line) in the bytes parsed. */
+  from: number;
+  /** Where the status line ends, from `from` (its CRLF). */
+  eol: number;
+  /**
+   * [start, end) ranges of the head, from `from`, holding the field lines relayed as they are
+   * (each starts with CRLF); the head ends 4 bytes before `end`.
+   */
   keep: number[];
+  /**
+   * The head is already what ops writes for it (decision 0246): HTTP/1.1, no field dropped but
+   * one Content-Length whose value is the canonical decimal ops would write (`Content-Length: 35`).
+   */
+  plain: boolean;
   /** Offset of the body in the bytes parsed. */
   end: number;
 }
@@ -96,7 +106,9 @@ export function parseResponseHead(b: Buffer, from: number, method: string): Resp
     }
   } else if (i < n && b[i] !== 13) throw malformed("status line");
   const status = d0 * 100 + d1 * 10 + d2;
+  const eol = i - from;
   let contentLength = -1;
+  let canonical = false;
   let lengths = 0;
   let te: string | null = null;
   let connection: string | null = null;
@@ -135,10 +147,13 @@ export function parseResponseHead(b: Buffer, from: number, method: string): Resp
         let digits = 0;
         let j = value;
         while (j < i && (b[j] === 32 || b[j] === 9)) j++;
+        const first = j;
         for (; j < i && b[j] >= 48 && b[j] <= 57; j++) {
           v = v * 10 + b[j] - 48;
           if (++digits > 15) throw malformed("Content-Length");
         }
+        // One space, the digits without a leading zero, nothing after: the line ops would write.
+        canonical = first === value + 1 && b[value] === 32 && j === i && (digits === 1 || b[first] !== 48);
         while (j < i && (b[j] === 32 || b[j] === 9)) j++;
         if (digits === 0 || j !== i || (lengths > 0 && v !== contentLength)) throw malformed("Content-Length");
         contentLength = v;
@@ -169,24 +184,29 @@ export function parseResponseHead(b: Buffer, from: number, method: string): Resp
   else body = Body.UntilClose;
   if (body === Body.UntilClose) reusable = false;
 
-  const head = b.toString("latin1", from, end - 4);
   // Lines named by the replica's Connection field go too (not in a 101, whose fields are the switch).
   const extra = status === 101 ? [] : conn.filter((t) => t !== "close" && t !== "keep-alive");
   if (extra.length > 0) {
+    const head = b.toString("latin1", from, end - 4);
     for (let at = head.indexOf("\r\n"); at >= 0; ) {
       const next = head.indexOf("\r\n", at + 2);
       if (extra.includes(head.slice(at + 2, head.indexOf(":", at + 2)).toLowerCase())) drops.push(from + at, from + (next < 0 ? head.length : next));
       at = next;
     }
   }
-  return { status, http10, body, length: lengths > 0 ? contentLength : -1, reusable, codings, head, keep: keptRanges(head, from, drops), end };
+  const plain = !http10 && status !== 101 && (drops.length === 0 || (drops.length === 2 && lengths === 1 && canonical));
+  return { status, http10, body, length: lengths > 0 ? contentLength : -1, reusable, codings, from, eol, keep: keptRanges(eol, end - 4 - from, from, drops), plain, end };
 }
 
-/** The ranges of `head` (offsets relative to it) outside the dropped [start, end) byte ranges. */
-function keptRanges(head: string, from: number, drops: number[]): number[] {
-  const eol = head.indexOf("\r\n");
-  if (eol < 0) return [];
-  if (drops.length === 0) return [eol, head.length];
+/** The ranges of a head of `length` bytes after its status line (offsets from `from`) outside the dropped [start, end) byte ranges. */
+function keptRanges(eol: number, length: number, from: number, drops: number[]): number[] {
+  if (eol >= length) return [];
+  if (drops.length === 0) return [eol, length];
+  if (drops.length === 2) {
+    const s = drops[0] - from;
+    const e = drops[1] - from;
+    return s > eol ? (e < length ? [eol, s, e, length] : [eol, s]) : e < length ? [e, length] : [];
+  }
   const sorted: Array<[number, number]> = [];
   for (let k = 0; k < drops.length; k += 2) sorted.push([drops[k] - from, drops[k + 1] - from]);
   sorted.sort((x, y) => x[0] - y[0]);
@@ -196,6 +216,6 @@ function keptRanges(head: string, from: number, drops: number[]): number[] {
     if (s > at) keep.push(at, s);
     if (e > at) at = e;
   }
-  if (head.length > at) keep.push(at, head.length);
+  if (length > at) keep.push(at, length);
   return keep;
 }

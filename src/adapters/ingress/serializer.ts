@@ -39,20 +39,36 @@ export const enum Out {
 }
 
 export interface ResponseOut {
-  head: string;
+  /** The head to write (blank line included); null: the replica's head bytes, as they are, are that head (decision 0246). */
+  head: string | null;
   mode: Out;
   /** The client's connection closes after this response. */
   close: boolean;
 }
 
 /**
- * The response head for the client (blank line included). `close`: the client's connection
- * closes after this response whatever the replica said; an HTTP/1.0 client that asked for
- * keep-alive is told it is kept.
+ * The response head for the client (blank line included), from the bytes `b` the head was parsed
+ * from. `close`: the client's connection closes after this response whatever the replica said; an
+ * HTTP/1.0 client that asked for keep-alive is told it is kept.
+ *
+ * A plain head (response-parser.ts) whose framing ops writes as the replica wrote it (a length,
+ * or the length a HEAD or 304 answer describes) and that needs no `Connection` field is already
+ * what this would write, field for field: `head` is then null and the replica's bytes are sent
+ * (decision 0246). Writing the same fields in another order or case would cost a string and a
+ * copy per response and change nothing a client can read.
  */
-export function responseHeadOut(res: ResponseHead, clientHttp10: boolean, close: boolean, method: string): ResponseOut | null {
-  const eol = res.head.indexOf("\r\n");
-  let out = kept(res.head, res.keep, `HTTP/1.1${eol < 0 ? res.head.slice(8) : res.head.slice(8, eol)}`);
+export function responseHeadOut(res: ResponseHead, b: Buffer, clientHttp10: boolean, close: boolean, method: string): ResponseOut | null {
+  if (res.plain && !close && !clientHttp10) {
+    if (res.body === Body.Length) return { head: null, mode: res.length > 0 ? Out.Raw : Out.None, close: false };
+    if (res.body === Body.None && (res.length >= 0) === (res.status >= 200 && (method === "HEAD" || res.status === 304))) return { head: null, mode: Out.None, close: false };
+  }
+  return writeResponseHead(res, b, clientHttp10, close, method);
+}
+
+/** The response head written anew, whatever the replica's looked like (responseHeadOut's arguments). */
+export function writeResponseHead(res: ResponseHead, b: Buffer, clientHttp10: boolean, close: boolean, method: string): (ResponseOut & { head: string }) | null {
+  const head = b.toString("latin1", res.from, res.end - 4);
+  let out = kept(head, res.keep, `HTTP/1.1${head.slice(8, res.eol)}`);
   let mode = Out.None;
   if (res.status === 101) return { head: `${out}\r\nconnection: upgrade\r\n\r\n`, mode: Out.Raw, close: false };
   switch (res.body) {
