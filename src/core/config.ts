@@ -86,6 +86,10 @@ export interface Config {
   readonly ingressListen: { readonly host: string; readonly port: number } | null;
   /** host:port of the ingress's HTTPS listener, or null when it is off (the default). */
   readonly ingressTlsListen: { readonly host: string; readonly port: number } | null;
+  /** `acme`: ops's own listener serves HTTPS with an ACME certificate for OPS_PUBLIC_URL's host; `off`: plain HTTP. */
+  readonly tls: "off" | "acme";
+  /** The ACME server certificates are ordered from. */
+  readonly acme: { readonly directoryUrl: string; readonly email: string | null; readonly caFile: string | null };
   /** How long a rollout waits for new replicas to pass their health probe, in seconds. */
   readonly deployHealthTimeoutSecs: number;
   /** Days log events, spans and raw metric samples are kept. */
@@ -156,6 +160,10 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_DOCKER_SOCKET", default: "/var/run/docker.sock", description: "Docker Engine socket for OPS_RUNTIME=docker" },
   { name: "OPS_INGRESS_LISTEN", default: "127.0.0.1:8081", description: "host:port of the ingress that routes to services; off = none" },
   { name: "OPS_INGRESS_TLS_LISTEN", default: "off", description: "host:port of the ingress's HTTPS listener (certificates by SNI); a VM sets 0.0.0.0:443" },
+  { name: "OPS_TLS", default: "off", description: "acme = ops's own listener (OPS_LISTEN) serves HTTPS for OPS_PUBLIC_URL's host with an ACME certificate; off = plain HTTP" },
+  { name: "OPS_ACME_DIRECTORY", default: "https://acme-v02.api.letsencrypt.org/directory", description: "ACME directory certificates are ordered from" },
+  { name: "OPS_ACME_EMAIL", default: "(unset)", description: "Contact address given to the ACME server (expiry and policy mail)" },
+  { name: "OPS_ACME_CA_FILE", default: "(system CAs)", description: "PEM file to trust for the ACME server itself (a private CA)" },
   { name: "OPS_DEPLOY_HEALTH_TIMEOUT_SECS", default: "60", description: "How long a rollout waits for new replicas to pass their health probe" },
   { name: "OPS_LOG_RETENTION_DAYS", default: "14", description: "Days logs, spans and raw metric samples are kept" },
   { name: "OPS_TELEMETRY_MAX_BYTES", default: "10737418240", description: "Size telemetry may take before the oldest is evicted" },
@@ -298,6 +306,13 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     throw new ConfigError("OPS_BACKUP_SCHEDULE", `not a cron expression: ${(err as Error).message}`);
   }
   const backupPassphraseFile = str(e, "OPS_BACKUP_PASSPHRASE_FILE");
+  const tls = oneOf(e, "OPS_TLS", ["off", "acme"] as const, "off");
+  if (tls === "acme" && !(publicRaw ?? "").startsWith("https://")) {
+    throw new ConfigError("OPS_TLS", "acme needs OPS_PUBLIC_URL=https://<host> naming the host to get a certificate for");
+  }
+  const acmeEmail = str(e, "OPS_ACME_EMAIL");
+  if (acmeEmail !== null && !/^[^\s@]+@[^\s@]+$/.test(acmeEmail)) throw new ConfigError("OPS_ACME_EMAIL", `not an email address: "${acmeEmail}"`);
+  const acmeCa = str(e, "OPS_ACME_CA_FILE");
 
   const config: Config = {
     dataDir,
@@ -340,6 +355,12 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     dockerSocket: path.resolve(cwd, str(e, "OPS_DOCKER_SOCKET") ?? "/var/run/docker.sock"),
     ingressListen: ingress === "off" ? null : parseListen(ingress, "OPS_INGRESS_LISTEN"),
     ingressTlsListen: ingressTls === "off" ? null : parseListen(ingressTls, "OPS_INGRESS_TLS_LISTEN"),
+    tls,
+    acme: {
+      directoryUrl: url(e, "OPS_ACME_DIRECTORY", ["https:", "http:"]) ?? "https://acme-v02.api.letsencrypt.org/directory",
+      email: acmeEmail,
+      caFile: acmeCa === null ? null : path.resolve(cwd, acmeCa),
+    },
     deployHealthTimeoutSecs: int(e, "OPS_DEPLOY_HEALTH_TIMEOUT_SECS", 60, 1, 3600),
     logRetentionDays: int(e, "OPS_LOG_RETENTION_DAYS", 14, 1, 3650),
     telemetryMaxBytes: int(e, "OPS_TELEMETRY_MAX_BYTES", 10 * 1024 * 1024 * 1024, 1024 * 1024, 1024 ** 5),
