@@ -1,5 +1,6 @@
 /**
- * `ops whoami` and `ops logout`: who the saved token acts as, and revoking it server-side.
+ * `ops whoami` and `ops logout`: who the saved token acts as, and revoking it server-side (with
+ * the MCP client's token `ops login --client mcp` saved beside it).
  */
 import { EXIT, type Command } from "../commands/types";
 import { api } from "./http";
@@ -53,9 +54,30 @@ export const whoamiCommand: Command = {
   },
 };
 
+/**
+ * Revoke the token `ops login --client mcp` saved (as itself: any token may revoke itself). True
+ * when it is revoked or the server no longer accepts it; false (said on stderr) when the server
+ * could not be asked, so the token stays saved for another try.
+ */
+async function revokeMcpToken(ctx: { stderr: (s: string) => void }, server: string, token: string): Promise<boolean> {
+  try {
+    const me = await api<Me>(server, token, "GET", "/api/v1/me", undefined, [401]);
+    if (me.status === 401 || !me.body.token_id) {
+      ctx.stderr("the server no longer accepts the MCP client's token; forgetting it.\n");
+      return true;
+    }
+    await api(server, token, "DELETE", `/api/v1/tokens/${encodeURIComponent(me.body.token_id)}`, undefined, [404]);
+    ctx.stderr(`revoked the MCP client's token on ${server}.\n`);
+    return true;
+  } catch (e) {
+    ctx.stderr(`could not revoke the MCP client's token on ${server} (${(e as Error).message}); it stays saved, run 'ops logout' again.\n`);
+    return false;
+  }
+}
+
 export const logoutCommand: Command = {
   name: "logout",
-  summary: "Revoke the saved token on the server and forget it",
+  summary: "Revoke the saved token (and the MCP client's, if saved) on the server and forget them",
   async run(ctx) {
     const r = resolveClient(ctx.env);
     if (!r.server || !r.token) {
@@ -72,10 +94,10 @@ export const logoutCommand: Command = {
       await api(r.server, r.token, "POST", "/api/v1/auth/logout", undefined, [404]);
       ctx.stderr(`signed the session out on ${r.server}.\n`);
     }
-    if (r.tokenSource === "config" || existsSync(configPath(ctx.env))) {
-      const file = readConfigFile(ctx.env);
-      if (file.token) writeConfigFile(ctx.env, { ...file, token: null });
-    }
+    const file = existsSync(configPath(ctx.env)) ? readConfigFile(ctx.env) : {};
+    // An assistant keeps no access the person signed out of: the MCP login goes with the CLI's.
+    const mcpGone = file.mcp_token ? await revokeMcpToken(ctx, file.mcp_server ?? r.server, file.mcp_token) : false;
+    if (file.token || mcpGone) writeConfigFile(ctx.env, { ...file, token: null, ...(mcpGone ? { mcp_token: null, mcp_server: null } : {}) });
     if (r.tokenSource === "OPS_TOKEN") ctx.stderr("note: the token came from OPS_TOKEN; unset it too.\n");
     ctx.stdout("Logged out.\n");
     return EXIT.ok;
