@@ -1,7 +1,8 @@
 /**
  * The builds domain's surface: the reads behind the routes, and what other domains use —
  * deployments through the hand-off of deployer.ts (`installBuildDeployer`, `recordBuildVerdict`,
- * `getBuildRow`, `buildBetweenDeployingAndVerdict`, `listBuildsForTimeline`, `toBuildResponse`).
+ * `getBuildRow`, `buildBetweenDeployingAndVerdict`, `listBuildsForTimeline`, `toBuildResponse`) and
+ * the check of an image's signature before it is deployed (`verifyImageSignature`).
  * Other domains import only this file.
  */
 import { and, desc, eq } from "drizzle-orm";
@@ -17,6 +18,7 @@ export { installBuildDeployer, type BuildDeployer, type DeployableBuild } from "
 export { recordBuildVerdict, type BuildVerdict } from "./pipeline";
 export { createBuild, retryBuild, cancelBuild, onPush } from "./queue";
 export { dispatchBuilds } from "./dispatch";
+export { verifyImageSignature, type SignatureCheck } from "./signing";
 export type { BuildResponse, BuildDetailResponse, LogResponse, DeploymentOfBuild } from "./model";
 
 /** GET …/builds: one environment's builds (optionally one service's), newest first; without a service, the project's publish builds too. */

@@ -6,7 +6,7 @@
  * (`services.web.bulid`), so a typo never passes silently. The builds domain reads a service's
  * build keys from the typed declaration exported here.
  */
-import { HOST_PATTERN } from "../resources/specs";
+import { HOST_PATTERN } from "../resources/service";
 import type { DeclaredNames } from "./model";
 import { badRepoPath } from "./studio";
 
