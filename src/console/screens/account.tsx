@@ -1,12 +1,18 @@
 /**
- * The account page: who you are, two-factor authentication (enrol with a QR code of the
- * otpauth URI, confirm with a code; remove), live sessions (revoke), and tokens (mint — the
- * secret is shown once — and revoke).
+ * The account page: who you are, password, two-factor authentication (enrol with a QR code of
+ * the otpauth URI, confirm with a code; remove), live sessions (revoke), tokens (mint — the
+ * secret is shown once — and revoke; the role offered first is the least one that can push) and
+ * the CLI's install command.
  */
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, type Me, type Session, type Token } from "../api";
+import { api, ApiError, type Me, type Session } from "../api";
 import { Alert, QrCode, when } from "../ui";
 import { McpCard } from "../widgets/account-mcp";
+import { Tokens } from "../widgets/account-tokens";
+import { PasswordCard } from "../widgets/account-password";
+import { InstallCliCard } from "../widgets/install-cli";
+import { useLoad } from "../widgets/load";
+import type { ProjectInfo } from "../frame";
 
 function message(e: unknown): string {
   return e instanceof ApiError ? e.message : "That did not work.";
@@ -176,176 +182,6 @@ function Sessions() {
   );
 }
 
-function Tokens(props: { me: Me }) {
-  const [list, setList] = useState<Token[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [secret, setSecret] = useState<{ name: string; value: string } | null>(null);
-  const [name, setName] = useState("");
-  const [project, setProject] = useState("");
-  const [roleId, setRoleId] = useState("");
-  const [roles, setRoles] = useState<Array<{ id: string; name: string }>>([]);
-  const [kind, setKind] = useState("api");
-  const [expiry, setExpiry] = useState("90");
-
-  const projects = [...new Set(props.me.memberships.map((m) => m.project).filter((p): p is string => !!p))].sort();
-  const load = () =>
-    api<Token[]>("GET", "/api/v1/tokens")
-      .then(setList)
-      .catch((e) => setError(message(e)));
-  useEffect(() => void load(), []);
-  useEffect(() => {
-    const own = props.me.memberships.map((m) => ({ id: m.role_id, name: m.role_name }));
-    if (!project) {
-      setRoles(own.filter((r, i) => own.findIndex((o) => o.id === r.id) === i));
-      return;
-    }
-    api<Array<{ id: string; display_name: string }>>("GET", `/api/v1/projects/${encodeURIComponent(project)}/roles`)
-      .then((rs) => setRoles(rs.map((r) => ({ id: r.id, name: r.display_name }))))
-      .catch(() => setRoles(own));
-  }, [project]);
-  useEffect(() => {
-    if (!roles.some((r) => r.id === roleId)) setRoleId(roles[0]?.id ?? "");
-  }, [roles]);
-
-  async function mint(e: Event) {
-    e.preventDefault();
-    setError(null);
-    try {
-      const r = await api<{ secret: string; token: Token }>("POST", "/api/v1/tokens", { name, role_id: roleId, project: project || null, kind, expires_in_days: Number(expiry) });
-      setSecret({ name: r.token.name, value: r.secret });
-      setName("");
-      await load();
-    } catch (err) {
-      setError(message(err));
-    }
-  }
-  async function revoke(t: Token) {
-    if (!confirm_(`Revoke the token "${t.name}"? Anything using it stops working at once.`)) return;
-    try {
-      await api("DELETE", `/api/v1/tokens/${t.id}`);
-      await load();
-    } catch (e) {
-      setError(message(e));
-    }
-  }
-
-  return (
-    <section class="card" aria-labelledby="tokens-title">
-      <h2 id="tokens-title">Tokens</h2>
-      {secret && (
-        <div class="alert alert-ok" role="status">
-          <p>
-            New token <strong>{secret.name}</strong>. Copy the secret now: it is shown once and never again.
-          </p>
-          <code class="secret">{secret.value}</code>
-          <div class="actions">
-            <button type="button" class="small" onClick={() => void navigator.clipboard?.writeText(secret.value)}>
-              Copy
-            </button>
-            <button type="button" class="small" onClick={() => setSecret(null)}>
-              Done
-            </button>
-          </div>
-        </div>
-      )}
-      {error && <Alert>{error}</Alert>}
-      {list === null ? (
-        <p aria-busy="true">Loading…</p>
-      ) : list.length === 0 ? (
-        <p class="muted">No tokens yet.</p>
-      ) : (
-        <table>
-          <caption class="visually-hidden">Your tokens</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Role</th>
-              <th scope="col">Project</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((t) => (
-              <tr key={t.id} class={t.revoked ? "revoked" : ""}>
-                <td>{t.name}</td>
-                <td>{t.kind}</td>
-                <td>{t.role_name}</td>
-                <td>{t.project ?? "any"}</td>
-                <td>{t.expires_at ? when(t.expires_at) : "never"}</td>
-                <td>{when(t.last_used)}</td>
-                <td>
-                  {t.revoked ? (
-                    <span class="tag">revoked</span>
-                  ) : (
-                    <button type="button" class="small" onClick={() => void revoke(t)} aria-label={`Revoke token ${t.name}`}>
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <h3>Mint a token</h3>
-      <form onSubmit={mint} class="grid-form">
-        <div>
-          <label for="token-name">Name</label>
-          <input id="token-name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </div>
-        <div>
-          <label for="token-project">Project</label>
-          <select id="token-project" value={project} onChange={(e) => setProject(e.currentTarget.value)}>
-            <option value="">Any (not pinned)</option>
-            {projects.map((p) => (
-              <option key={p} value={p}>
-                {p}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="token-role">Role</label>
-          <select id="token-role" value={roleId} onChange={(e) => setRoleId(e.currentTarget.value)} required>
-            {roles.map((r) => (
-              <option key={r.id} value={r.id}>
-                {r.name}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="token-kind">Kind</label>
-          <select id="token-kind" value={kind} onChange={(e) => setKind(e.currentTarget.value)}>
-            <option value="api">api</option>
-            <option value="cli">cli</option>
-            <option value="mcp">mcp</option>
-          </select>
-        </div>
-        <div>
-          <label for="token-expiry">Expires after</label>
-          <select id="token-expiry" value={expiry} onChange={(e) => setExpiry(e.currentTarget.value)}>
-            <option value="7">7 days</option>
-            <option value="30">30 days</option>
-            <option value="90">90 days</option>
-            <option value="365">1 year</option>
-            <option value="0">Never</option>
-          </select>
-        </div>
-        <div class="actions">
-          <button type="submit" class="primary" disabled={!roleId || !name.trim()}>
-            Mint token
-          </button>
-        </div>
-      </form>
-    </section>
-  );
-}
 
 export function AccountPage(props: { me: Me; onChange: () => void }) {
   const me = props.me;
@@ -362,10 +198,18 @@ export function AccountPage(props: { me: Me; onChange: () => void }) {
           <dd>{me.memberships.length === 0 ? <span class="muted">none yet</span> : me.memberships.map((m) => `${m.role_name} in ${m.project ?? "every project"}`).join(", ")}</dd>
         </dl>
       </section>
+      <PasswordCard />
       <Mfa me={me} onChange={props.onChange} />
       <Sessions />
       <McpCard />
       <Tokens me={me} />
+      <InstallForAccount />
     </>
   );
+}
+
+function InstallForAccount() {
+  const loaded = useLoad(() => api<ProjectInfo[]>("GET", "/api/v1/projects"), []);
+  if (!loaded.data) return null;
+  return <InstallCliCard projects={loaded.data.filter((p) => !p.archived)} />;
 }

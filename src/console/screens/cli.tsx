@@ -10,7 +10,7 @@ import { Alert, when } from "../ui";
 import { accessOf } from "../access";
 import type { ProjectInfo } from "../frame";
 import { Denied } from "../widgets/guard";
-import { CopyField } from "../widgets/copy-field";
+import { InstallCliCard } from "../widgets/install-cli";
 import { Pending, Scroll, errorText, useLoad } from "../widgets/load";
 import { bytes } from "../widgets/resources";
 
@@ -100,52 +100,9 @@ export function CliPage(props: { me: Me }) {
           The newest release per target. Older versions stay downloadable at <code>/api/v1/cli/releases/&lt;version&gt;/&lt;target&gt;/download</code>; the API keeps no list of them to show here.
         </p>
       )}
-      <InstallLine projects={projects} />
+      <InstallCliCard projects={projects.filter((p) => !p.archived)} />
       {access.can("estate.manage", null) ? <Publish onDone={() => void loaded.reload()} /> : null}
     </section>
-  );
-}
-
-function InstallLine(props: { projects: ProjectInfo[] }) {
-  const [slug, setSlug] = useState(props.projects[0]?.slug ?? "");
-  const [code, setCode] = useState<{ line: string; role: string; expires: number } | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  async function mint(e: Event) {
-    e.preventDefault();
-    setError(null);
-    try {
-      const r = await api<{ code: string; expires_in: number; role: string }>("POST", "/api/v1/cli/install-codes", { project: slug });
-      setCode({ line: `curl -fsSL -H "Authorization: Bearer ${r.code}" ${location.origin}/api/v1/cli/install.sh | sh`, role: r.role, expires: r.expires_in });
-    } catch (err) {
-      setError(errorText(err));
-    }
-  }
-  if (props.projects.length === 0) return <p class="muted">An install line is made for one of your projects; you have none yet.</p>;
-  return (
-    <form class="card connect" onSubmit={(e) => void mint(e)} aria-labelledby="install-title">
-      <h2 id="install-title">Install on a machine</h2>
-      <label for="install-project">Project</label>
-      <select id="install-project" value={slug} onChange={(e) => setSlug(e.currentTarget.value)}>
-        {props.projects.map((p) => (
-          <option key={p.slug} value={p.slug}>
-            {p.name}
-          </option>
-        ))}
-      </select>
-      <p class="hint">The line installs the CLI and signs it in with a token of your role in that project. It works once, for {code ? Math.round(code.expires / 60) : 10} minutes.</p>
-      {error && <Alert>{error}</Alert>}
-      {code && (
-        <div class="alert alert-ok" role="status">
-          <p>Run this on the machine (it is shown once; the token carries your {code.role} role):</p>
-          <CopyField label="Install line" value={code.line} />
-        </div>
-      )}
-      <div class="actions">
-        <button type="submit" class="primary">
-          Make an install line
-        </button>
-      </div>
-    </form>
   );
 }
 

@@ -1,7 +1,8 @@
 /**
  * A project's overview: its services in one environment with their health (linking to their
  * deployment pages), then every resource of the environment (services, databases, jobs, domains,
- * secret groups, and the project-level buckets), each with its stored status.
+ * secret groups, and the project-level buckets), each with its stored status; then the card that
+ * makes the command installing the CLI for this project.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
@@ -9,6 +10,7 @@ import { Alert, when } from "../ui";
 import type { SectionProps } from "../frame";
 import { EnvironmentPicker } from "../widgets/environment-picker";
 import { ServiceTable, type ServiceInfo } from "../widgets/services";
+import { InstallCliCard } from "../widgets/install-cli";
 
 interface ResourceRow {
   id: string;
@@ -76,6 +78,7 @@ export function ProjectOverview(props: SectionProps) {
           </tbody>
         </table>
       )}
+      {(rows || error) && !props.project.archived && <InstallCliCard projects={[props.project]} />}
     </section>
   );
 }
