@@ -19,7 +19,8 @@ import type { RuntimeImage } from "../src/adapters/runtime/types";
  * The app: `/` says who answered and what it sees; `/headers` echoes request headers; `/echo`
  * streams the request body back as it arrives; `/bytes?n=` streams n bytes, pausing after the
  * first chunk until `/release` is called on the same replica; `/crash` exits 3; `/hog` allocates
- * until the memory limit stops it; WebSocket upgrades on any path echo every message.
+ * until the memory limit stops it; `/tmp-fill?mb=` writes that many MiB to /tmp and says how far
+ * it got and why it stopped; WebSocket upgrades on any path echo every message.
  */
 export const APP_JS = String.raw`
 const http = require("http");
@@ -64,6 +65,17 @@ const server = http.createServer((req, res) => {
     res.end("bye");
     setTimeout(() => process.exit(3), 10);
     return;
+  }
+  if (url.pathname === "/tmp-fill") {
+    const mb = Number(url.searchParams.get("mb") || "0");
+    const chunk = Buffer.alloc(1024 * 1024, 120);
+    let written = 0, code = null;
+    try {
+      const fd = fs.openSync("/tmp/fill.bin", "w");
+      try { for (let i = 0; i < mb; i++) written += fs.writeSync(fd, chunk); } finally { fs.closeSync(fd); }
+    } catch (e) { code = e.code; }
+    try { fs.unlinkSync("/tmp/fill.bin"); } catch {}
+    return res.end(JSON.stringify({ written, code }));
   }
   if (url.pathname === "/hog") {
     res.end("eating");

@@ -78,6 +78,14 @@ export interface Config {
   readonly buildStepTimeoutSecs: number;
   /** Memory limit of a build's processes in MiB (0 = no limit). */
   readonly buildMemoryMb: number;
+  /** Processes (and threads) one sandbox may hold at once: builds, steps, job runs, replicas (0 = no limit). */
+  readonly sandboxPids: number;
+  /** Memory limit of a replica without `limits.memory_mb`, in MiB (0 = none). */
+  readonly replicaMemoryMb: number;
+  /** Size of a sandbox's /tmp tmpfs in MiB. */
+  readonly sandboxTmpMb: number;
+  /** Largest image a build may produce, in MiB (0 = no cap). */
+  readonly imageMaxMb: number;
   /** Which runtime runs services: supervised processes, or the Docker Engine on its socket. */
   readonly runtime: "process" | "docker";
   /** Docker Engine socket for `runtime: docker`. */
@@ -156,6 +164,10 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_BUILD_CONCURRENCY", default: "2", description: "Builds running at once; the rest queue, fairly across projects (a project with no build running goes first, and the last free slot is kept for one)" },
   { name: "OPS_BUILD_STEP_TIMEOUT_SECS", default: "1800", description: "Time limit of one build step (checks, build commands)" },
   { name: "OPS_BUILD_MEMORY_MB", default: "2048", description: "Memory limit of a build's processes in MiB; 0 = none" },
+  { name: "OPS_SANDBOX_PIDS", default: "512", description: "Processes and threads one build step, job run or replica may hold at once; 0 = none" },
+  { name: "OPS_REPLICA_MEMORY_MB", default: "512", description: "Memory limit in MiB of a replica (and release step) whose service sets no limits.memory_mb; 0 = none" },
+  { name: "OPS_SANDBOX_TMP_MB", default: "256", description: "Size in MiB of the /tmp tmpfs of every build step, job run and replica" },
+  { name: "OPS_IMAGE_MAX_MB", default: "4096", description: "Largest image (compressed layers) a build may push, in MiB; 0 = no cap" },
   { name: "OPS_RUNTIME", default: "process", description: "Service runtime: process (supervised, sandboxed) or docker (Engine socket)" },
   { name: "OPS_DOCKER_SOCKET", default: "/var/run/docker.sock", description: "Docker Engine socket for OPS_RUNTIME=docker" },
   { name: "OPS_INGRESS_LISTEN", default: "127.0.0.1:8081", description: "host:port of the ingress that routes to services; off = none" },
@@ -351,6 +363,10 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     buildConcurrency: int(e, "OPS_BUILD_CONCURRENCY", 2, 1, 64),
     buildStepTimeoutSecs: int(e, "OPS_BUILD_STEP_TIMEOUT_SECS", 1800, 1, 86_400),
     buildMemoryMb: int(e, "OPS_BUILD_MEMORY_MB", 2048, 0, 1024 * 1024),
+    sandboxPids: int(e, "OPS_SANDBOX_PIDS", 512, 0, 4_194_304),
+    replicaMemoryMb: int(e, "OPS_REPLICA_MEMORY_MB", 512, 0, 1024 * 1024),
+    sandboxTmpMb: int(e, "OPS_SANDBOX_TMP_MB", 256, 1, 1024 * 1024),
+    imageMaxMb: int(e, "OPS_IMAGE_MAX_MB", 4096, 0, 1024 * 1024),
     runtime: oneOf(e, "OPS_RUNTIME", ["process", "docker"] as const, "process"),
     dockerSocket: path.resolve(cwd, str(e, "OPS_DOCKER_SOCKET") ?? "/var/run/docker.sock"),
     ingressListen: ingress === "off" ? null : parseListen(ingress, "OPS_INGRESS_LISTEN"),

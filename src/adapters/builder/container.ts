@@ -20,7 +20,7 @@ import { chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import path from "node:path";
 import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
-import { memoryLimit, releaseLimit, runLimited } from "./limits";
+import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
 import { dropPrivilegesArgv, handOver, hostIds, runsAsRoot, sandboxDir, unreachable, HOST_UNPRIVILEGED_ID } from "../sandbox/users";
 import type { BuildLine, BuildOutcome, BuildRunOptions, BuildVariable, StepTiming } from "./types";
 
@@ -38,6 +38,8 @@ export interface ContainerBuildSpec {
   variables: readonly BuildVariable[];
   memoryMb: number;
   stepTimeoutSecs: number;
+  /** Most processes at once (`OPS_SANDBOX_PIDS`); 0 or omitted = none. */
+  pids?: number;
   commit: string;
   /** Epoch ms: the image's timestamps. */
   commitTime: number;
@@ -148,6 +150,8 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
   const limit = memoryLimit(spec.memoryMb, `ops-build-${path.basename(spec.workDir)}-${process.pid}-${Date.now().toString(36)}`);
   memory = limit.memory;
   emit("ops", limit.line.level, limit.line.text);
+  const pids = pidsLimit(spec.pids ?? 0, `ops-build-${path.basename(spec.workDir)}-${process.pid}-${Date.now().toString(36)}`, limit.cgroup);
+  emit("ops", pids.line.level, pids.line.text);
   const tag = `localhost/ops-build-${path.basename(spec.workDir).replace(/[^a-z0-9_.-]/g, "-")}:latest`;
   const global = [buildah, "--root", root, "--runroot", path.join(spec.workDir, "runroot"), "--storage-driver", "vfs"];
   const bud = [...global, "bud", "--isolation", "chroot", "--format", "oci", "--timestamp", String(Math.floor(spec.commitTime / 1000))];
@@ -175,12 +179,14 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
         cwd: spec.workDir,
         deadline,
         cgroup: limit.cgroup,
+        pids: pids.group,
         signal: opts.signal,
         onLine: (stream, line) => emit(stream, stream === "stdout" ? "info" : "warn", line),
       });
       if (verdict.kind === "ok" || s.optional) continue;
       if (verdict.kind === "cancelled") return done("cancelled", { error: "the build was cancelled" });
       if (verdict.kind === "memory") return done("failed", { failureKind: "memory", failedCommand: s.label, error: `${s.label} ran out of memory (limit ${spec.memoryMb} MiB)` });
+      if (verdict.kind === "pids") return done("failed", { failureKind: "build", failedCommand: s.label, error: `${s.label} ${verdict.why}` });
       if (verdict.kind === "timeout") return done("failed", { failureKind: "build", failedCommand: s.label, timedOut: true, error: `the build step timed out after ${spec.stepTimeoutSecs}s (in ${s.label})` });
       return done("failed", { failureKind: "build", failedCommand: s.label, error: `${s.label} ${verdict.why}` });
     }
@@ -193,6 +199,7 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
     return done("succeeded", { image });
   } finally {
     await releaseLimit(limit.cgroup);
+    await releasePids(pids.group);
   }
 }
 

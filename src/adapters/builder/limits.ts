@@ -1,11 +1,13 @@
 /**
- * What both builders do around one command: put it under the build's memory cgroup, stop it at
- * the step's deadline or on cancel (the whole process tree, through the process group and the
- * cgroup), and tell an OOM kill, a timeout, a cancel and a failing exit apart.
+ * What both builders do around one command: put it under the build's memory cgroup and its
+ * process limit (sandbox/pids.ts), stop it at the step's deadline or on cancel (the whole process
+ * tree, through the process group and the cgroup), and tell an OOM kill, a refused fork, a
+ * timeout, a cancel and a failing exit apart.
  */
 import { rmdirSync } from "node:fs";
 import { startCommand } from "../runtime/process";
 import { createMemoryCgroup, joinArgv, type MemoryCgroup } from "../sandbox/cgroups";
+import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
 import type { MemoryEnforcement } from "./types";
 
 export interface MemorySetup {
@@ -22,6 +24,25 @@ export function memoryLimit(memoryMb: number, name: string): MemorySetup {
   if (!attempt.cgroup) return { cgroup: null, memory: "not enforced", line: { level: "warn", text: `memory limit ${memoryMb} MiB is NOT enforced: ${attempt.reason}` } };
   const v = attempt.cgroup.version;
   return { cgroup: attempt.cgroup, memory: v === 2 ? "cgroup2" : "cgroup1", line: { level: "info", text: `memory limit ${memoryMb} MiB (cgroup v${v})` } };
+}
+
+export interface PidsSetup {
+  group: PidsGroup | null;
+  /** The build log's line about the process limit (a limit not enforced is said). */
+  line: { level: "info" | "warn"; text: string };
+}
+
+/** The build's process limit (`OPS_SANDBOX_PIDS`), in its memory group on cgroup v2, or the reason there is none. */
+export function pidsLimit(max: number, name: string, memory: MemoryCgroup | null): PidsSetup {
+  if (max <= 0) return { group: null, line: { level: "info", text: "no process limit is set for builds" } };
+  const attempt = createPidsGroup(`${name}-pids`, max, { beside: memory });
+  if (!attempt.group) return { group: null, line: { level: "warn", text: `process limit ${max} is NOT enforced: ${attempt.reason}` } };
+  return { group: attempt.group, line: { level: "info", text: `process limit ${max} (${attempt.group.how})` } };
+}
+
+/** Remove the build's pids group (nothing when it is the memory group's own file). */
+export async function releasePids(pids: PidsGroup | null): Promise<void> {
+  await pids?.remove();
 }
 
 /**
@@ -54,7 +75,7 @@ export async function releaseLimit(cgroup: MemoryCgroup | null): Promise<void> {
   await cgroup.remove();
 }
 
-export type Verdict = { kind: "ok" } | { kind: "memory" | "timeout" | "cancelled" | "exit"; why: string };
+export type Verdict = { kind: "ok" } | { kind: "memory" | "pids" | "timeout" | "cancelled" | "exit"; why: string };
 
 export interface LimitedCommand {
   argv: readonly string[];
@@ -63,6 +84,8 @@ export interface LimitedCommand {
   /** Epoch ms by which it must have finished. */
   deadline: number;
   cgroup: MemoryCgroup | null;
+  /** The build's process limit (joined first when it is a group of its own). */
+  pids?: PidsGroup | null;
   signal?: AbortSignal;
   onLine(stream: "stdout" | "stderr", line: string): void;
 }
@@ -70,8 +93,10 @@ export interface LimitedCommand {
 /** Run one command under the build's limits and say how it ended. */
 export async function runLimited(c: LimitedCommand): Promise<Verdict> {
   if (c.signal?.aborted) return { kind: "cancelled", why: "cancelled before it started" };
+  const joinPids = c.pids?.joinFile ? joinArgv(c.pids.joinFile) : [];
+  const refusedBefore = c.pids?.refused() ?? 0;
   const running = startCommand({
-    command: c.cgroup ? [...builderJoinArgv(c.cgroup), ...c.argv] : c.argv,
+    command: [...joinPids, ...(c.cgroup ? builderJoinArgv(c.cgroup) : []), ...c.argv],
     cwd: c.cwd,
     env: c.env,
     timeoutMs: Math.max(1, c.deadline - Date.now()),
@@ -82,9 +107,13 @@ export async function runLimited(c: LimitedCommand): Promise<Verdict> {
   try {
     const res = await running.done;
     c.cgroup?.killAll();
+    c.pids?.killAll();
     if (c.cgroup?.oomKilled()) return { kind: "memory", why: "ran out of memory" };
     if (c.signal?.aborted) return { kind: "cancelled", why: "cancelled: the process tree was killed" };
     if (res.timedOut) return { kind: "timeout", why: "timed out" };
+    if (res.exitCode !== 0 && c.pids && c.pids.refused() > refusedBefore) {
+      return { kind: "pids", why: `hit the process limit of ${c.pids.max} (OPS_SANDBOX_PIDS): the kernel refused ${c.pids.refused() - refusedBefore} fork(s)` };
+    }
     if (res.exitCode !== 0) return { kind: "exit", why: res.signal ? `was killed by ${res.signal}` : `exited with code ${res.exitCode}` };
     return { kind: "ok" };
   } finally {

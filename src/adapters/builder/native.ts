@@ -16,7 +16,8 @@ import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import path from "node:path";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
 import type { MemoryCgroup } from "../sandbox/cgroups";
-import { memoryLimit, releaseLimit, runLimited } from "./limits";
+import type { PidsGroup } from "../sandbox/pids";
+import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
 import { CACHE_MOUNTS, prepareCache, snapshotCache, cacheUse, type CacheSnapshot } from "./cache";
 import { findSandboxTools, handOver, sandboxDir, unreachable, writePasswd, HOST_UNPRIVILEGED_ID, SANDBOX_HOME } from "../sandbox/users";
 import { sandboxArgv, type Mount } from "../sandbox/bwrap";
@@ -25,6 +26,9 @@ import type { BuildLine, BuildRunOptions, BuilderStep, MemoryEnforcement, Native
 
 /** Where the build context is mounted inside the sandbox: the image's WorkingDir. */
 export const SANDBOX_APP = "/app";
+
+/** A build's /tmp when the caller names no size (`OPS_SANDBOX_TMP_MB`'s default). */
+const DEFAULT_TMP_MB = 256;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -73,6 +77,7 @@ interface Run {
   mask: (line: string) => string;
   timings: StepTiming[];
   cgroup: MemoryCgroup | null;
+  pids: PidsGroup | null;
   memory: MemoryEnforcement;
   cacheBefore: CacheSnapshot | null;
 }
@@ -115,13 +120,11 @@ function prepare(run: Run): StepSetup | string {
     if (blocked) return `the sandbox user (uid ${HOST_UNPRIVILEGED_ID}) cannot reach ${dir}: ${blocked} is not searchable by it (chmod o+x ${blocked})`;
   }
   const home = sandboxDir(path.join(spec.workDir, "home"));
-  const tmp = sandboxDir(path.join(spec.workDir, "tmp"));
   const passwd = writePasswd(path.join(spec.workDir, "etc"));
   handOver(spec.contextDir, { force: true });
   const mounts: Mount[] = [
     { host: spec.contextDir, inside: SANDBOX_APP },
     { host: home, inside: SANDBOX_HOME },
-    { host: tmp, inside: "/tmp" },
   ];
   if (spec.cacheDir) {
     for (const m of CACHE_MOUNTS) mounts.push({ host: path.join(spec.cacheDir, m.name), inside: path.posix.join(SANDBOX_HOME, m.inside) });
@@ -132,9 +135,13 @@ function prepare(run: Run): StepSetup | string {
   run.cgroup = limit.cgroup;
   run.memory = limit.memory;
   emit(run, first, "ops", limit.line.level, limit.line.text);
+  const pids = pidsLimit(spec.pids ?? 0, `ops-build-${path.basename(spec.workDir)}-${process.pid}-${Date.now().toString(36)}`, limit.cgroup);
+  run.pids = pids.group;
+  emit(run, first, "ops", pids.line.level, pids.line.text);
   for (const v of spec.variables) if (!ENV_NAME.test(v.name)) emit(run, first, "ops", "warn", `build variable "${v.name}" is not a valid environment variable name; left out`);
   const env = buildEnvironment(spec);
-  const sandboxOpts = { mounts, chdir: SANDBOX_APP, hide: spec.hide, passwd, hostname: "ops-build", user: "namespaced" as const };
+  // /tmp is a sized tmpfs per step, not carried from one step to the next (decision 0227).
+  const sandboxOpts = { mounts, tmpfs: ["/tmp"], tmpSizeMb: spec.tmpMb ?? DEFAULT_TMP_MB, chdir: SANDBOX_APP, hide: spec.hide, passwd, hostname: "ops-build", user: "namespaced" as const };
   return {
     env,
     argvFor: (tag, commands) => sandboxArgv(tools, sandboxOpts, stepScriptArgv(tag, commands)),
@@ -180,6 +187,7 @@ async function runStep(run: Run, step: BuilderStep, commands: readonly string[],
     cwd: spec.workDir,
     deadline,
     cgroup: run.cgroup,
+    pids: run.pids,
     signal: opts.signal,
     onLine: (stream, line) => output.line(stream, line),
   });
@@ -197,9 +205,11 @@ async function runStep(run: Run, step: BuilderStep, commands: readonly string[],
   const error =
     verdict.kind === "memory"
       ? `"${shown}" ran out of memory (limit ${spec.memoryMb} MiB)`
-      : verdict.kind === "timeout"
+      : verdict.kind === "pids"
+        ? `"${shown}" ${verdict.why}`
+        : verdict.kind === "timeout"
         ? `the ${step === "checks" ? "checks" : "build"} step timed out after ${spec.stepTimeoutSecs}s (in "${shown}")`
-        : `"${shown}" ${verdict.why}`;
+          : `"${shown}" ${verdict.why}`;
   emit(run, step, "ops", "error", error);
   finish(false, verdict.kind === "exit" ? verdict.why : verdict.kind);
   return outcome(run, { status: "failed", failureKind: verdict.kind === "memory" ? "memory" : kind, failedStep: step, failedCommand: shown, timedOut: verdict.kind === "timeout", error });
@@ -217,6 +227,7 @@ export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOption
     mask: secretMasker(spec.variables.filter((v) => v.secret).map((v) => v.value)),
     timings: [],
     cgroup: null,
+    pids: null,
     memory: "none",
     cacheBefore: null,
   };
@@ -252,5 +263,6 @@ export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOption
     return outcome(run, { status: "succeeded", outputDir: out });
   } finally {
     await releaseLimit(run.cgroup);
+    await releasePids(run.pids);
   }
 }

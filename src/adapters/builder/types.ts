@@ -79,6 +79,10 @@ export interface NativeBuildSpec {
   memoryMb: number;
   /** Time limit of each step, in seconds. */
   stepTimeoutSecs: number;
+  /** Most processes (and threads) at once, `OPS_SANDBOX_PIDS`; 0 or omitted = none. */
+  pids?: number;
+  /** Size of the sandbox's /tmp tmpfs in MiB, `OPS_SANDBOX_TMP_MB` (default 256). */
+  tmpMb?: number;
   /** Directory packed into the image, relative to the context ("." = the context). */
   output: string;
   /** Host paths that must never be visible inside the sandbox (the data dir). */

@@ -159,6 +159,7 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): Runtime {
           lastExit: null,
           nextRestartAt: null,
           memory: { limitMb: spec.memoryMb ?? null, enforced: true, how: spec.memoryMb ? "docker" : null, reason: null },
+          notEnforced: ["the process limit is not enforced: the Docker runtime sets none (the engine's defaults apply)", "/tmp is not sized: the Docker runtime leaves it on the container's layer"],
           labels: { ...spec.labels },
         },
       };

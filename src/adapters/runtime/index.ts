@@ -28,7 +28,11 @@ export function runtimeOf(core: Core, hooks: RuntimeHooks = {}): Runtime {
   runtime =
     core.config.runtime === "docker"
       ? createDockerRuntime({ socket: core.config.dockerSocket, graceMs: core.config.shutdownGraceMs, ...hooks })
-      : createProcessRuntime({ graceMs: core.config.shutdownGraceMs, ...hooks });
+      : createProcessRuntime({
+          graceMs: core.config.shutdownGraceMs,
+          limits: { memoryMb: core.config.replicaMemoryMb, pids: core.config.sandboxPids, tmpMb: core.config.sandboxTmpMb },
+          ...hooks,
+        });
   core.locals.set(KEY, runtime);
   const r = runtime;
   core.onClose.push(() => r.stopAll(core.config.shutdownGraceMs));

@@ -14,6 +14,7 @@
  */
 import { DEFAULT_PATH, startCommand, type RunningCommand } from "./process";
 import { detectMemoryController, type MemoryCgroup, type MemoryDetection } from "../sandbox/cgroups";
+import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
 import { politeTargets, sandboxArgv } from "../sandbox/bwrap";
 import { findSandboxTools, HOST_UNPRIVILEGED_ID, type SandboxTools } from "../sandbox/users";
 import { tcpAccepts } from "./probe";
@@ -27,6 +28,18 @@ export interface ProcessRuntimeOptions extends RuntimeHooks {
   gid?: number;
   /** Default grace period of `stop` (10 s). */
   graceMs?: number;
+  /** Sandbox limits (DESIGN §6): see `SandboxLimits`. */
+  limits?: SandboxLimits;
+}
+
+/** What every replica and one-off command gets unless its spec says otherwise. */
+export interface SandboxLimits {
+  /** Memory of a replica without `limits.memory_mb`, MiB (`OPS_REPLICA_MEMORY_MB`; 0 = none). */
+  memoryMb?: number;
+  /** `pids.max` of each sandbox (`OPS_SANDBOX_PIDS`; 0 = none). */
+  pids?: number;
+  /** Size of its /tmp tmpfs, MiB (`OPS_SANDBOX_TMP_MB`). */
+  tmpMb?: number;
 }
 
 const DEFAULT_RESTART: RestartPolicy = { initialMs: 1000, maxMs: 30_000, resetAfterMs: 60_000 };
@@ -41,6 +54,7 @@ interface Replica {
   /** Bumped per run, so a stale readiness poll of an earlier run stops. */
   generation: number;
   cgroup: MemoryCgroup | null;
+  pids: PidsGroup | null;
   oomBase: number;
   restartTimer: ReturnType<typeof setTimeout> | null;
   stopRequested: boolean;
@@ -88,7 +102,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
   };
 
   function memoryFor(spec: Pick<ReplicaSpec, "id" | "memoryMb">): { status: MemoryStatus; cgroup: MemoryCgroup | null } {
-    const limitMb = spec.memoryMb ?? null;
+    const limitMb = spec.memoryMb ?? (opts.limits?.memoryMb || null);
     if (limitMb === null) return { status: { limitMb, enforced: true, how: null, reason: null }, cgroup: null };
     memory ??= detectMemoryController();
     if (!memory.ok) return { status: { limitMb, enforced: false, how: null, reason: memory.reason }, cgroup: null };
@@ -98,6 +112,16 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
     } catch (e) {
       return { status: { limitMb, enforced: false, how: null, reason: `could not create a ${memory.controller.how} group: ${(e as Error).message}` }, cgroup: null };
     }
+  }
+
+  /** The sandbox's process limit beside its memory group, and what is not enforced (memory included). */
+  function pidsFor(spec: Pick<ReplicaSpec, "id">, mem: { status: MemoryStatus; cgroup: MemoryCgroup | null }): { group: PidsGroup | null; notEnforced: string[] } {
+    const notEnforced = mem.status.enforced ? [] : [`memory limit of ${mem.status.limitMb} MiB is not enforced: ${mem.status.reason}`];
+    const max = opts.limits?.pids ?? 0;
+    if (max <= 0) return { group: null, notEnforced };
+    const attempt = createPidsGroup(spec.id, max, { beside: mem.cgroup, under: "ops-replicas" });
+    if (!attempt.group) notEnforced.push(`process limit of ${max} is not enforced: ${attempt.reason}`);
+    return { group: attempt.group, notEnforced };
   }
 
   async function watchReady(r: Replica, generation: number): Promise<void> {
@@ -114,7 +138,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
   }
 
   /** The sandboxed argv of `argv` in `image`. */
-  function inSandbox(image: ReplicaSpec["image"], argv: string[], cgroup: MemoryCgroup | null, hostname: string): string[] {
+  function inSandbox(image: ReplicaSpec["image"], argv: string[], cgroup: MemoryCgroup | null, hostname: string, pids: PidsGroup | null): string[] {
     return sandboxArgv(
       tools(),
       {
@@ -122,9 +146,11 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
         chdir: image.config.workingDir,
         imageRoot: image.root!,
         tmpfs: ["/tmp"],
+        tmpSizeMb: opts.limits?.tmpMb ?? 256,
         user: "host",
         hostUser: { uid: opts.uid ?? HOST_UNPRIVILEGED_ID, gid: opts.gid ?? HOST_UNPRIVILEGED_ID },
         cgroupProcs: cgroup?.procsFile ?? null,
+        joinFirst: pids?.joinFile ? [pids.joinFile] : [],
         hostname,
       },
       argv,
@@ -134,7 +160,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
   function launch(r: Replica): void {
     const { spec } = r;
     const image = spec.image;
-    const command = inSandbox(image, replicaArgv(image.config.entrypoint, image.config.cmd, spec.command), r.cgroup, spec.labels?.service ?? "replica");
+    const command = inSandbox(image, replicaArgv(image.config.entrypoint, image.config.cmd, spec.command), r.cgroup, spec.labels?.service ?? "replica", r.pids);
     r.generation++;
     r.oomBase = r.cgroup?.oomKills() ?? 0;
     const run = startCommand({
@@ -197,6 +223,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
     r.status.pid = null;
     r.status.nextRestartAt = null;
     await r.cgroup?.remove();
+    await r.pids?.remove();
     changed(r);
   }
 
@@ -212,6 +239,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
       }
       tools();
       const mem = memoryFor(spec);
+      const pids = pidsFor(spec, mem);
       const r: Replica = {
         spec,
         policy: { ...DEFAULT_RESTART, ...spec.restart },
@@ -219,6 +247,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
         run: null,
         generation: 0,
         cgroup: mem.cgroup,
+        pids: pids.group,
         oomBase: 0,
         restartTimer: null,
         stopRequested: false,
@@ -234,16 +263,18 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
           lastExit: null,
           nextRestartAt: null,
           memory: mem.status,
+          notEnforced: pids.notEnforced,
           labels: { ...spec.labels },
         },
       };
       replicas.set(spec.id, r);
-      if (!mem.status.enforced) note(r, `memory limit of ${mem.status.limitMb} MiB is not enforced: ${mem.status.reason}`);
+      for (const what of pids.notEnforced) note(r, what);
       try {
         launch(r);
       } catch (e) {
         replicas.delete(spec.id);
         await mem.cgroup?.remove();
+        await pids.group?.remove();
         throw new RuntimeError(`replica ${spec.id} could not start: ${(e as Error).message}`);
       }
       return { ...r.status };
@@ -285,11 +316,12 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
       if (!spec.image.root) throw new RuntimeError(`image ${spec.image.digest} has no unpacked root: unpack it first`);
       tools();
       const mem = memoryFor(spec);
-      if (!mem.status.enforced) opts.onLine?.(spec.id, "ops", `memory limit of ${mem.status.limitMb} MiB is not enforced: ${mem.status.reason}`);
+      const pids = pidsFor(spec, mem);
+      for (const what of pids.notEnforced) opts.onLine?.(spec.id, "ops", what);
       const tail: string[] = [];
       try {
         const run = startCommand({
-          command: inSandbox(spec.image, ["/bin/sh", "-c", spec.command], mem.cgroup, spec.labels?.service ?? "release"),
+          command: inSandbox(spec.image, ["/bin/sh", "-c", spec.command], mem.cgroup, spec.labels?.service ?? "release", pids.group),
           cwd: "/",
           env: replicaEnv(spec.image.config.env, spec.env ?? [], freeLoopbackPort()),
           timeoutMs: spec.timeoutMs,
@@ -305,6 +337,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
         return { code: res.exitCode, signal: res.signal, oomKilled, timedOut: res.timedOut, tail } satisfies OneOffResult;
       } finally {
         await mem.cgroup?.remove();
+        await pids.group?.remove();
       }
     },
   };

@@ -44,7 +44,7 @@ export interface ReplicaSpec {
    * unit's secrets. `PORT` is set by the runtime after all of them.
    */
   env?: ReadonlyArray<readonly [string, string]>;
-  /** `limits.memory_mb`; null or omitted: no limit. */
+  /** `limits.memory_mb`; null or omitted: the runtime's default (`OPS_REPLICA_MEMORY_MB`). */
   memoryMb?: number | null;
   /** Docker only: the port the app listens on in its container (default 8080). */
   containerPort?: number;
@@ -91,6 +91,8 @@ export interface ReplicaStatus {
   lastExit: ReplicaExit | null;
   nextRestartAt: number | null;
   memory: MemoryStatus;
+  /** The limits the host could not enforce for it, each with the reason (DESIGN §6, Limits); empty when all hold. */
+  notEnforced: string[];
   labels: Record<string, string>;
 }
 

@@ -49,10 +49,14 @@ export interface SandboxOptions {
   hostUser?: { uid: number; gid: number };
   /** An unpacked image root whose top-level entries are bound read-only at their own paths. */
   imageRoot?: string;
-  /** Empty writable tmpfs mounts (a replica's `/tmp`). */
+  /** Empty writable tmpfs mounts (a sandbox's `/tmp`). */
   tmpfs?: readonly string[];
+  /** Size of each tmpfs in MiB (`OPS_SANDBOX_TMP_MB`): a write past it fails with ENOSPC. Unsized when omitted. */
+  tmpSizeMb?: number;
   /** cgroup.procs of a memory group to join before anything runs (through `tasks` on v1: see cgroups.ts `joinFile`). */
   cgroupProcs?: string | null;
+  /** Join files of further groups (a v1 pids group: sandbox/pids.ts) joined first, before anything else. */
+  joinFirst?: readonly string[];
 }
 
 /** Host trees bound read-only when they exist (recreated as the same symlink on merged-/usr hosts). */
@@ -168,7 +172,8 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   bwrap.push(...hostBinds());
   if (opts.passwd) bwrap.push("--ro-bind", opts.passwd.passwd, "/etc/passwd", "--ro-bind", opts.passwd.group, "/etc/group");
   bwrap.push("--proc", "/proc", "--dev", "/dev");
-  for (const t of opts.tmpfs ?? []) bwrap.push("--tmpfs", t);
+  const size = opts.tmpSizeMb ? ["--size", String(opts.tmpSizeMb * 1024 * 1024)] : [];
+  for (const t of opts.tmpfs ?? []) bwrap.push(...size, "--tmpfs", t);
   if (opts.imageRoot !== undefined) bwrap.push(...imageBinds(opts.imageRoot, privateImage ? PRIVATE_MOUNT : opts.imageRoot));
   for (const m of opts.mounts) bwrap.push(m.readOnly ? "--ro-bind" : "--bind", m.host, m.inside);
   // A hidden path under a bound host tree is covered by an empty, read-only tmpfs.
@@ -177,13 +182,14 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   }
   bwrap.push("--chdir", opts.chdir, "--", ...argv);
 
+  const first = (opts.joinFirst ?? []).flatMap((f) => joinArgv(f));
   const drop = asRoot ? dropPrivilegesArgv(tools.setpriv as string, opts.hostUser ?? { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID }) : [];
   if (privateImage) {
     ensureMountPoint();
-    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", opts.imageRoot as string, PRIVATE_MOUNT, opts.cgroupProcs ? joinFile(opts.cgroupProcs) : "", ...drop, ...bwrap];
+    return [...first, "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", opts.imageRoot as string, PRIVATE_MOUNT, opts.cgroupProcs ? joinFile(opts.cgroupProcs) : "", ...drop, ...bwrap];
   }
   const join = opts.cgroupProcs ? joinArgv(opts.cgroupProcs) : [];
-  return [...join, ...drop, ...bwrap];
+  return [...first, ...join, ...drop, ...bwrap];
 }
 
 const SHELLS = new Set(["sh", "dash", "bash", "ash", "busybox"]);

@@ -62,7 +62,7 @@ export interface DetectOptions {
   selfCgroup?: string;
 }
 
-interface Mount {
+export interface Mount {
   root: string;
   mountPoint: string;
   fsType: string;
@@ -99,7 +99,7 @@ function counter(file: string, key: string): number {
   return m ? Number(m[1]) : 0;
 }
 
-function groupDir(mount: Mount, own: string): string {
+export function groupDir(mount: Mount, own: string): string {
   const rel = path.posix.relative(mount.root, own);
   return rel.startsWith("..") ? mount.mountPoint : path.join(mount.mountPoint, rel);
 }
@@ -141,21 +141,22 @@ export function memoryHierarchies(opts: DetectOptions = {}): { found: Hierarchy[
   return { found, reasons };
 }
 
-function enableMemory(dir: string): void {
-  if (read(path.join(dir, "cgroup.subtree_control")).split(/\s+/).includes("memory")) return;
-  writeFileSync(path.join(dir, "cgroup.subtree_control"), "+memory");
+/** Offer v2's `controller` (memory, pids) to the children of `dir`. */
+export function enableController(dir: string, controller = "memory"): void {
+  if (read(path.join(dir, "cgroup.subtree_control")).split(/\s+/).includes(controller)) return;
+  writeFileSync(path.join(dir, "cgroup.subtree_control"), `+${controller}`);
 }
 
-/** Hand v2's memory controller down from `own`, moving ops into a leaf of its own when `own` holds it. */
-function delegateV2(own: string): void {
+/** Hand a v2 controller down from `own`, moving ops into a leaf of its own when `own` holds it. */
+export function delegateV2(own: string, controller = "memory"): void {
   try {
-    enableMemory(own);
+    enableController(own, controller);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "EBUSY") throw e;
     const leaf = path.join(own, "ops-server");
     mkdirSync(leaf, { recursive: true });
     writeFileSync(path.join(leaf, "cgroup.procs"), String(process.pid));
-    enableMemory(own);
+    enableController(own, controller);
   }
 }
 
@@ -266,7 +267,7 @@ export function createMemoryCgroup(name: string, limitBytes: number, found?: rea
 }
 
 /** Groups a previous ops process left behind (it died without removing them): remove the empty ones. */
-function sweep(base: string): void {
+export function sweep(base: string): void {
   for (const name of readdirSync(base)) {
     const pid = Number(name.split("-")[0]);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
@@ -286,7 +287,7 @@ function controllerIn(h: Hierarchy): MemoryController {
   if (h.version === 2) delegateV2(h.own);
   const base = path.join(h.own, "ops-replicas");
   mkdirSync(base, { recursive: true });
-  if (h.version === 2) enableMemory(base);
+  if (h.version === 2) enableController(base);
   sweep(base);
   return {
     how: h.version === 2 ? "cgroup-v2" : "cgroup-v1",

@@ -166,6 +166,8 @@ function nativeBase(ctx: StepContext, plan: BuildPlan, vars: BuildVariable[]) {
     variables: vars,
     memoryMb: core.config.buildMemoryMb,
     stepTimeoutSecs: core.config.buildStepTimeoutSecs,
+    pids: core.config.sandboxPids,
+    tmpMb: core.config.sandboxTmpMb,
     hide: [core.config.dataDir],
   };
 }
@@ -200,6 +202,7 @@ async function build(ctx: StepContext): Promise<StepDone> {
         variables: vars,
         memoryMb: core.config.buildMemoryMb,
         stepTimeoutSecs: core.config.buildStepTimeoutSecs,
+        pids: core.config.sandboxPids,
         commit: row.commitSha,
         commitTime: row.commitTime,
         source: row.repo,
@@ -313,6 +316,7 @@ async function push(ctx: StepContext): Promise<StepDone> {
     blobs = image.blobs.map((b) => ({ digest: b.digest, size: b.size, source: { file: b.file } }));
     manifest = image.manifest;
   }
+  refuseOversized(core, blobs);
   let pushed;
   try {
     pushed = await pushImage(core, {
@@ -329,6 +333,15 @@ async function push(ctx: StepContext): Promise<StepDone> {
   const imageRef = `${registryService(core)}/${repository}:${row.commitSha}`;
   ctx.log.add("push", "info", `pushed ${imageRef} (${pushed.digest}, ${pushed.sizeBytes} bytes)`);
   return { note: pushed.digest, set: { imageRef, imageDigest: pushed.digest, imageSizeBytes: pushed.sizeBytes } };
+}
+
+/** An image above `OPS_IMAGE_MAX_MB` (its layers and config as pushed, compressed) is refused before it reaches the registry (decision 0228). */
+function refuseOversized(core: Core, blobs: readonly PushBlob[]): void {
+  const cap = core.config.imageMaxMb;
+  const total = blobs.reduce((n, b) => n + b.size, 0);
+  if (cap > 0 && total > cap * 1024 * 1024) {
+    throw new StepFailure("build", `the image is ${(total / 1024 / 1024).toFixed(1)} MiB, above the limit of ${cap} MiB (OPS_IMAGE_MAX_MB): make the build's output smaller`);
+  }
 }
 
 /** `signing`: the estate key's cosign-style signature of the pushed digest. */

@@ -27,6 +27,7 @@ function replicaView(s: ReplicaStatus) {
     last_exit: s.lastExit ? { code: s.lastExit.code, signal: s.lastExit.signal, oom_killed: s.lastExit.oomKilled, at: isoOrNull(s.lastExit.at) } : null,
     next_restart_at: isoOrNull(s.nextRestartAt),
     memory: { limit_mb: s.memory.limitMb, enforced: s.memory.enforced, how: s.memory.how, reason: s.memory.reason },
+    not_enforced: s.notEnforced,
   };
 }
 
@@ -67,6 +68,8 @@ export function observeService(core: Core, project: ProjectRef, row: ResourceRow
     deployment: run?.currentDeploymentId ?? null,
     replicas_wanted: wanted,
     replicas: replicas.map(replicaView),
+    // What this host cannot enforce for the service's sandboxes (DESIGN §6, Limits), never silent.
+    not_enforced: [...new Set(replicas.flatMap((r) => r.notEnforced))],
     restarts: replicas.reduce((n, r) => n + r.restarts, 0),
     rollout: flight ? { deployment: flight.id, rollout: flight.rollout, note: flight.rolloutNote } : null,
     health: run?.health ?? null,

@@ -227,6 +227,8 @@ export async function packLayer(ctx: PackContext, plan: ModulePlan, m: PlannedMo
       ],
       memoryMb: core.config.buildMemoryMb,
       stepTimeoutSecs: core.config.buildStepTimeoutSecs,
+      pids: core.config.sandboxPids,
+      tmpMb: core.config.sandboxTmpMb,
       output: ".",
       hide: [core.config.dataDir],
     },

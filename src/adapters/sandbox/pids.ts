@@ -1,0 +1,160 @@
+/**
+ * Process limits through cgroups (DESIGN §6, Limits): every build step, release step, job run and
+ * replica runs in a group whose `pids.max` (`OPS_SANDBOX_PIDS`, default 512) caps the processes
+ * and threads it may hold at once, so a fork bomb stays inside its sandbox instead of filling the
+ * host's pid table (a per-user limit cannot do it: the sandboxes share host uids, and a host's
+ * per-user limit is often above its pid maximum).
+ *
+ * On cgroup v2 a process is in one group only, so the limit goes into the sandbox's memory group
+ * when it has one (`beside`), else into a group of its own; on v1 the pids controller is a
+ * hierarchy of its own, and the sandbox joins a group there too (`joinFile`). A fork the limit
+ * refused is counted by the kernel (`max` in `pids.events`), so a build that failed because of it
+ * is told apart from one that failed on its own. No pids controller: the caller names the limit
+ * as not enforced, with the reason.
+ */
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { delegateV2, enableController, groupDir, parseMountinfo, sweep, type CgroupHow, type DetectOptions, type MemoryCgroup } from "./cgroups";
+
+export interface PidsGroup {
+  readonly max: number;
+  readonly how: CgroupHow;
+  readonly dir: string;
+  /** The file a process writes to in order to join (see cgroups.ts `joinFile`); null when the limit sits in the memory group it joins anyway. */
+  readonly joinFile: string | null;
+  /** How many forks the limit refused so far. */
+  refused(): number;
+  /** SIGKILL every process still in the group. */
+  killAll(): void;
+  /** Kill what is left and remove the group (only a group of its own; best effort). */
+  remove(): Promise<void>;
+}
+
+export type PidsAttempt = { group: PidsGroup; reason: null } | { group: null; reason: string };
+
+function read(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+interface PidsHierarchy {
+  version: 1 | 2;
+  own: string;
+}
+
+/** Where ops may make pids groups: v2 when its own group offers `pids`, else v1's pids hierarchy. */
+export function pidsHierarchy(opts: DetectOptions = {}): PidsHierarchy | { reason: string } {
+  let mountinfo: string;
+  let selfCgroup: string;
+  try {
+    mountinfo = opts.mountinfo ?? readFileSync("/proc/self/mountinfo", "utf8");
+    selfCgroup = opts.selfCgroup ?? readFileSync("/proc/self/cgroup", "utf8");
+  } catch {
+    return { reason: "this system has no /proc/self/mountinfo (not Linux?)" };
+  }
+  const mounts = parseMountinfo(mountinfo);
+  const lines = selfCgroup
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => {
+      const [, , controllers, p] = /^(\d+):([^:]*):(.*)$/.exec(l) ?? [];
+      return { controllers: (controllers ?? "").split(","), path: p ?? "/" };
+    });
+  const reasons: string[] = [];
+  const unified = mounts.find((m) => m.fsType === "cgroup2");
+  const ownV2 = lines.find((l) => l.controllers.length === 1 && l.controllers[0] === "");
+  if (unified && ownV2) {
+    const dir = groupDir(unified, ownV2.path);
+    if (read(path.join(dir, "cgroup.controllers")).split(/\s+/).includes("pids")) return { version: 2, own: dir };
+    reasons.push(`cgroup v2 at ${dir} offers no pids controller`);
+  }
+  const v1 = mounts.find((m) => m.fsType === "cgroup" && m.superOptions.includes("pids"));
+  const ownV1 = lines.find((l) => l.controllers.includes("pids"));
+  if (v1 && ownV1) return { version: 1, own: groupDir(v1, ownV1.path) };
+  reasons.push("no cgroup v1 pids controller is mounted");
+  return { reason: reasons.join("; ") };
+}
+
+function handle(version: 1 | 2, dir: string, max: number, own: boolean): PidsGroup {
+  const procs = path.join(dir, "cgroup.procs");
+  const killAll = () => {
+    for (const pid of read(procs).split("\n").filter(Boolean).map(Number)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  return {
+    max,
+    how: version === 2 ? "cgroup-v2" : "cgroup-v1",
+    dir,
+    joinFile: own ? (version === 1 ? path.join(dir, "tasks") : procs) : null,
+    refused: () => Number(/^max (\d+)$/m.exec(read(path.join(dir, "pids.events")))?.[1] ?? 0),
+    killAll,
+    async remove() {
+      if (!own) return;
+      for (let i = 0; i < 40; i++) {
+        killAll();
+        try {
+          rmdirSync(dir);
+          return;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "EBUSY") return;
+        }
+        await Bun.sleep(i < 5 ? 2 ** i : 50);
+      }
+    },
+  };
+}
+
+function makeGroup(h: PidsHierarchy, dir: string, max: number): PidsGroup {
+  mkdirSync(dir);
+  try {
+    writeFileSync(path.join(dir, "pids.max"), String(max));
+  } catch (e) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      // Left for the sweep.
+    }
+    throw e;
+  }
+  return handle(h.version, dir, max, true);
+}
+
+const errText = (e: unknown) => (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+let counterN = 0;
+
+/**
+ * A pids limit of `max` for one sandbox: inside `beside` (its v2 memory group) when there is one,
+ * else a group named `name` below ops's own (under `under/`, a folder swept of groups a dead ops
+ * left, when given). The reason when the host has no usable pids controller.
+ */
+export function createPidsGroup(name: string, max: number, opts: { beside?: MemoryCgroup | null; under?: string; detect?: DetectOptions } = {}): PidsAttempt {
+  const safe = name.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 200);
+  const h = pidsHierarchy(opts.detect);
+  if ("reason" in h) return { group: null, reason: h.reason };
+  try {
+    if (h.version === 2 && opts.beside?.version === 2) {
+      enableController(path.dirname(opts.beside.dir), "pids");
+      writeFileSync(path.join(opts.beside.dir, "pids.max"), String(max));
+      return { group: handle(2, opts.beside.dir, max, false), reason: null };
+    }
+    if (h.version === 2) delegateV2(h.own, "pids");
+    let base = h.own;
+    if (opts.under) {
+      base = path.join(h.own, opts.under);
+      if (!existsSync(base)) mkdirSync(base, { recursive: true });
+      if (h.version === 2) enableController(base, "pids");
+      sweep(base);
+    }
+    return { group: makeGroup(h, path.join(base, opts.under ? `${process.pid}-${++counterN}-${safe}` : safe), max), reason: null };
+  } catch (e) {
+    return { group: null, reason: `cgroup v${h.version} pids at ${h.own} is not writable (${errText(e)})` };
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The hostile repository, limits (DESIGN §6 "Limits"; issue 19 finding 5): build commands that try
+ * to take the host's processes, fill /tmp, escape through syscalls a build has no use for, or
+ * push an oversized image. Pushed with the real `git` CLI, built for real with ops as root (as CI
+ * runs), with small limits set for the test.
+ */
+import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import type { TestApp } from "../harness";
+import { buildsApp, buildWorld, drain, getBuild, logText, manualBuild, SAMPLE_APP, type BuildWorld } from "../builds-fixtures";
+import { pushTree } from "./files-support";
+
+const PIDS = 64;
+const TMP_MB = 16;
+
+let t: TestApp;
+let w: BuildWorld;
+const ids: Record<string, number> = {};
+
+const toml = (build: string[]) => `[services.web]\nbuild = ${JSON.stringify(build)}\noutput = "dist"\nstart = "node server.js"\nport = 3000\n`;
+const dist = ["mkdir -p dist", "cp server.js dist/"];
+
+/** Each branch's build commands. */
+const BRANCHES: Record<string, string[]> = {
+  // A fork bomb probe: thousands of long-lived processes, far past the cap.
+  "fork-bomb": ["n=0; while [ $n -lt 3000 ]; do sleep 300 & n=$((n+1)); done; echo started $n"],
+  // Within the cap: a few dozen processes are fine.
+  "some-processes": [...dist, "n=0; while [ $n -lt 20 ]; do sleep 1 & n=$((n+1)); done; wait; echo started $n"],
+  // Past the /tmp tmpfs (OPS_SANDBOX_TMP_MB=16), then within it.
+  "tmp-full": [...dist, `head -c ${TMP_MB * 2 * 1024 * 1024} /dev/zero > /tmp/fill.bin || { echo "write failed"; exit 7; }`],
+  "tmp-fits": [...dist, `head -c ${(TMP_MB / 2) * 1024 * 1024} /dev/zero > /tmp/fill.bin && echo "wrote $(stat -c %s /tmp/fill.bin)"`],
+  // 3 MiB that do not compress, with OPS_IMAGE_MAX_MB=1.
+  "big-image": [...dist, "head -c 3145728 /dev/urandom > dist/blob.bin"],
+};
+
+beforeAll(async () => {
+  t = await buildsApp({ OPS_SANDBOX_PIDS: String(PIDS), OPS_SANDBOX_TMP_MB: String(TMP_MB), OPS_IMAGE_MAX_MB: "1" });
+  w = await buildWorld(t);
+  for (const [branch, build] of Object.entries(BRANCHES)) {
+    await pushTree(w.local.remote, branch, { "server.js": SAMPLE_APP["server.js"]!, "ops.toml": toml(build) });
+    ids[branch] = (await manualBuild(w, branch)).id;
+  }
+  await drain(t);
+}, 300_000);
+
+afterAll(async () => {
+  w?.local.remove();
+  await t?.close();
+});
+
+/** Processes on the host whose command line is exactly `argv`. */
+function hostProcesses(argv: string): number {
+  let n = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ") === argv) n++;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return n;
+}
+
+describe("processes (OPS_SANDBOX_PIDS)", () => {
+  test("the default is 512 per sandbox", async () => {
+    const { loadConfig } = await import("../../src/core/config");
+    expect(loadConfig({}, {}, "/").sandboxPids).toBe(512);
+  });
+
+  test("a fork bomb stays under the cap, the build fails saying so, and nothing of it is left on the host", async () => {
+    const b = await getBuild(w, ids["fork-bomb"]!);
+    const log = await logText(w, b.id);
+    expect(b.status).toBe("failed");
+    expect(b.failure_kind).toBe("build");
+    expect(log).toContain(`process limit ${PIDS} (cgroup-v`);
+    expect(b.error).toContain(`hit the process limit of ${PIDS} (OPS_SANDBOX_PIDS)`);
+    expect(log).not.toContain("started 3000");
+    expect(hostProcesses("sleep 300")).toBe(0);
+    // The host still forks.
+    const p = Bun.spawn(["true"]);
+    expect(await p.exited).toBe(0);
+  });
+
+  test("a build under the cap is not disturbed", async () => {
+    const b = await getBuild(w, ids["some-processes"]!);
+    expect(b.status).toBe("healthy");
+    expect(await logText(w, b.id)).toContain("started 20");
+  });
+});
+
+describe("/tmp (OPS_SANDBOX_TMP_MB)", () => {
+  test("a build's /tmp is a sized tmpfs: writing past it fails with ENOSPC", async () => {
+    const b = await getBuild(w, ids["tmp-full"]!);
+    const log = await logText(w, b.id);
+    expect(b.status).toBe("failed");
+    expect(log).toContain("No space left on device");
+    expect(log).toContain("write failed");
+  });
+
+  test("within the size it works", async () => {
+    const b = await getBuild(w, ids["tmp-fits"]!);
+    expect(b.status).toBe("healthy");
+    expect(await logText(w, b.id)).toContain(`wrote ${(TMP_MB / 2) * 1024 * 1024}`);
+  });
+});
+
+describe("image size (OPS_IMAGE_MAX_MB)", () => {
+  test("an image above the cap is refused before the push, with a clear build error", async () => {
+    const b = await getBuild(w, ids["big-image"]!);
+    expect(b.status).toBe("failed");
+    expect(b.failure_kind).toBe("build");
+    expect(b.error).toMatch(/^the image is 3\.\d MiB, above the limit of 1 MiB \(OPS_IMAGE_MAX_MB\)/);
+    expect(b.image_digest ?? null).toBeNull();
+  });
+});
