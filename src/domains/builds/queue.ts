@@ -13,7 +13,7 @@ import { tx, type Tx } from "../../core/db/client";
 import { OpsError } from "../../core/errors";
 import { assertNotArchived } from "../access/service";
 import { findResource, listOfTypeInProject, specOf, type ServiceSpec } from "../resources/service";
-import { commitOf, findSourceOfRepo, requireHost, sourceById, type PushEvent, type SourceRow, type CommitInfo } from "../sources/service";
+import { commitOf, findSourceOfRepo, repoRefOf, requireHost, sourceById, type PushEvent, type SourceRow, type CommitInfo } from "../sources/service";
 import { builds } from "./tables";
 import { buildById, isFinal, requireBuild, stepOfRow, toBuildResponse, type BuildRow } from "./rows";
 import { publishTriggerOf } from "./publish";
@@ -92,10 +92,19 @@ async function pushedCommit(core: Core, project: ProjectRef, source: SourceRow, 
 }
 
 /**
+ * The environment's branch (docs/decisions/0286): the repository's branch named like the
+ * environment (`staging`), or null when it has none.
+ */
+async function environmentBranch(core: Core, source: Pick<SourceRow, "repo" | "installationId">, environment: string): Promise<string | null> {
+  return (await requireHost(core).resolveRef(repoRefOf(source), `refs/heads/${environment}`)) ? environment : null;
+}
+
+/**
  * The `PUSH` subscriber: a push to a branch queues a build of every service, in every environment,
- * that builds from the repository and follows that branch (`source.branch`, default the
- * repository's default branch); a release tag queues a publish build (onTagPush). Other tags and
- * deleted refs queue nothing.
+ * that builds from the repository and follows that branch: its `source.branch`, else the
+ * environment's branch (a branch named like the environment), else the repository's default
+ * branch — the order a manual build's branch follows. A release tag queues a publish build
+ * (onTagPush). Other tags and deleted refs queue nothing.
  */
 export async function onPush(core: Core, ev: PushEvent): Promise<number[]> {
   if (ev.ref.startsWith("refs/tags/")) return onTagPush(core, ev);
@@ -104,10 +113,20 @@ export async function onPush(core: Core, ev: PushEvent): Promise<number[]> {
   const project = core.access.findProject(ev.project);
   const source = sourceById(core, ev.sourceId);
   if (!project || !source) return [];
-  const services = listOfTypeInProject(core.db, project.id, "service").filter((r) => {
-    const s = specOf<ServiceSpec>(r).source;
-    return r.environment !== null && s?.repo === ev.repo && (s.branch ?? source.defaultBranch) === branch;
-  });
+  const ofRepo = listOfTypeInProject(core.db, project.id, "service").filter((r) => r.environment !== null && specOf<ServiceSpec>(r).source?.repo === ev.repo);
+  // Asked once per environment, and only where it decides: a service without a branch of another
+  // environment follows a push of the default branch unless its environment has a branch of its own.
+  const envBranches = new Map<string, Promise<string | null>>();
+  const follows = async (r: (typeof ofRepo)[number]): Promise<boolean> => {
+    const own = specOf<ServiceSpec>(r).source?.branch;
+    if (own) return own === branch;
+    if (r.environment === branch) return true;
+    if (branch !== source.defaultBranch) return false;
+    if (!envBranches.has(r.environment!)) envBranches.set(r.environment!, environmentBranch(core, source, r.environment!).catch(() => null));
+    return (await envBranches.get(r.environment!)) === null;
+  };
+  const services: typeof ofRepo = [];
+  for (const r of ofRepo) if (await follows(r)) services.push(r);
   if (services.length === 0) return [];
   const commit = await pushedCommit(core, project, source, ev, ev.after);
   if (!commit) return [];
@@ -158,8 +177,7 @@ export async function createBuild(core: Core, project: ProjectRef, environment: 
   }
   // The spec's order: the request's ref, the service's branch, the environment's branch (a branch
   // named like the environment, e.g. `staging`, when the repository has one), the default branch.
-  const environmentBranch = (await host.resolveRef({ repo: source.repo, installationId: source.installationId }, `refs/heads/${environment}`)) ? environment : null;
-  const branch = body.ref ?? spec.branch ?? environmentBranch ?? source.defaultBranch;
+  const branch = body.ref ?? spec.branch ?? (await environmentBranch(core, source, environment)) ?? source.defaultBranch;
   const sha = await host.resolveRef({ repo: source.repo, installationId: source.installationId }, `refs/heads/${branch}`);
   if (!sha) throw new OpsError("not_found", `No branch "${branch}" in ${source.repo}.`);
   const commit = await commitOf(core, source, sha);
