@@ -1,14 +1,15 @@
 /**
- * Every write to telemetry.db: batches of logs, spans and metric points, log segment rotation,
- * metric rollups, retention and size eviction. One instance owns one connection and is the only
- * writer of the file; it runs on the writer thread (writer-worker.ts), so a batch's transaction
- * (a few hundred milliseconds for tens of thousands of lines with their trigram index) never
- * stalls the HTTP thread. Each method is one or more IMMEDIATE transactions.
+ * Every write to telemetry.db: batches of logs, spans and metric points (writer-metrics.ts), log
+ * segment rotation, metric rollups, retention and size eviction. One instance owns one connection
+ * and is the only writer of the file; it runs on the writer thread (writer-worker.ts), so a batch's
+ * transaction (a few hundred milliseconds for tens of thousands of lines with their trigram index)
+ * never stalls the HTTP thread. Each method is one or more IMMEDIATE transactions.
  */
 import type { Database, Statement } from "bun:sqlite";
 import { KEY_SEQ, keyOf, lowKey, msOfKey } from "./keys";
 import { createSegmentTables, dropSegmentTables, ftsTable, listSegments, logTable, LOG_COLUMNS, type SegmentRow } from "./segments";
-import type { LogRow, PointRow, SpanRow, WriteBatch } from "./rows";
+import type { LogRow, SpanRow, WriteBatch } from "./rows";
+import { MetricWriter } from "./writer-metrics";
 import { foldRollups } from "./rollups";
 
 const DAY_MS = 86_400_000;
@@ -26,13 +27,6 @@ export interface WriteResult {
   points: number;
 }
 
-interface SeriesState {
-  id: number;
-  deltaValue: number | null;
-  deltaCount: number | null;
-  deltaSum: number | null;
-}
-
 function isKeyConflict(e: unknown): boolean {
   const code = (e as { code?: string }).code ?? "";
   return code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE";
@@ -42,7 +36,7 @@ export class TelemetryWriter {
   private segments: SegmentRow[];
   private readonly segStatements = new Map<number, { log: Statement; fts: Statement }>();
   private readonly projectIds = new Map<string, number>();
-  private readonly series = new Map<string, SeriesState>();
+  private readonly metrics: MetricWriter;
   private seq = 0;
   /** Where to go on in a millisecond whose keys ran into each other (see insertKeyed). */
   private readonly nextKey = new Map<number, number>();
@@ -55,6 +49,7 @@ export class TelemetryWriter {
     private readonly opts: WriterOptions,
   ) {
     this.segments = listSegments(db);
+    this.metrics = new MetricWriter(db);
     this.st = {
       projectGet: db.prepare("SELECT id FROM obs_projects WHERE project_id = ?"),
       projectAdd: db.prepare("INSERT INTO obs_projects (project_id) VALUES (?) RETURNING id"),
@@ -67,11 +62,6 @@ export class TelemetryWriter {
       span: db.prepare(
         "INSERT INTO spans (id, project, environment, service, trace_id, span_id, parent_span_id, name, kind, status, duration_ms, method, route, http_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ),
-      seriesGet: db.prepare("SELECT id, delta_value, delta_count, delta_sum FROM metric_series WHERE name = ? AND project = ? AND environment = ? AND service = ? AND attrs = ?"),
-      seriesAdd: db.prepare("INSERT INTO metric_series (project, environment, service, name, kind, unit, attrs, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"),
-      seriesSeen: db.prepare("UPDATE metric_series SET last_seen = max(last_seen, ?), kind = ?, unit = ? WHERE id = ?"),
-      seriesDelta: db.prepare("UPDATE metric_series SET delta_value = ?, delta_count = ?, delta_sum = ? WHERE id = ?"),
-      sample: db.prepare("INSERT OR REPLACE INTO metric_samples (series, t, value, count, sum, min, max, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
     };
   }
 
@@ -105,7 +95,7 @@ export class TelemetryWriter {
       for (const batch of batches) {
         if (batch.logs.length > 0) this.writeLogs(batch.logs, now);
         if (batch.spans.length > 0) this.writeSpans(batch.spans, now);
-        if (batch.points.length > 0) this.writePoints(batch.points, now);
+        if (batch.points.length > 0) this.metrics.write(batch.points, (uuid) => this.projectId(uuid), this.st.seen);
         n.logs += batch.logs.length;
         n.spans += batch.spans.length;
         n.points += batch.points.length;
@@ -235,47 +225,6 @@ export class TelemetryWriter {
     for (const s of seen.values()) this.st.seen.run(...s);
   }
 
-  // ---- metrics ------------------------------------------------------------------------------
-
-  private seriesOf(p: PointRow, project: number): SeriesState {
-    const k = `${p.name}\u0000${project}\u0000${p.environment}\u0000${p.service}\u0000${p.attrs}`;
-    let s = this.series.get(k);
-    if (!s) {
-      const row = this.st.seriesGet.get(p.name, project, p.environment, p.service, p.attrs) as { id: number; delta_value: number | null; delta_count: number | null; delta_sum: number | null } | null;
-      s = row
-        ? { id: row.id, deltaValue: row.delta_value, deltaCount: row.delta_count, deltaSum: row.delta_sum }
-        : { id: (this.st.seriesAdd.get(project, p.environment, p.service, p.name, p.kind, p.unit, p.attrs, Math.floor(p.ms)) as { id: number }).id, deltaValue: null, deltaCount: null, deltaSum: null };
-      if (this.series.size > 100_000) this.series.clear();
-      this.series.set(k, s);
-    }
-    return s;
-  }
-
-  private writePoints(rows: PointRow[], _now: number): void {
-    const seen = new Map<string, [number, string, string, number]>();
-    const touchedSeries = new Map<number, { s: SeriesState; last: number; kind: string; unit: string }>();
-    for (const p of rows) {
-      const project = this.projectId(p.project);
-      const s = this.seriesOf(p, project);
-      let { value, count, sum } = p;
-      if (p.delta) {
-        // Store every series as cumulative: a delta point adds to the running total.
-        if (value !== null) value = s.deltaValue = (s.deltaValue ?? 0) + value;
-        if (count !== null) count = s.deltaCount = (s.deltaCount ?? 0) + count;
-        if (sum !== null) sum = s.deltaSum = (s.deltaSum ?? 0) + sum;
-        this.st.seriesDelta.run(s.deltaValue, s.deltaCount, s.deltaSum, s.id);
-      }
-      this.st.sample.run(s.id, Math.floor(p.ms), value, count, sum, p.min, p.max, p.buckets);
-      const t = touchedSeries.get(s.id);
-      if (!t || t.last < p.ms) touchedSeries.set(s.id, { s, last: Math.floor(p.ms), kind: p.kind, unit: p.unit });
-      const sk = `${project}\u0000${p.environment}\u0000${p.service}`;
-      const prior = seen.get(sk);
-      if (!prior || prior[3] < p.ms) seen.set(sk, [project, p.environment, p.service, Math.floor(p.ms)]);
-    }
-    for (const t of touchedSeries.values()) this.st.seriesSeen.run(t.last, t.kind, t.unit, t.s.id);
-    for (const s of seen.values()) this.st.seen.run(...s);
-  }
-
   // ---- rollups ------------------------------------------------------------------------------
 
   /** See rollups.ts. */
@@ -358,7 +307,7 @@ export class TelemetryWriter {
       this.db.query("DELETE FROM metric_series WHERE last_seen < ? AND NOT EXISTS (SELECT 1 FROM metric_samples s WHERE s.series = metric_series.id) AND NOT EXISTS (SELECT 1 FROM metric_rollups r WHERE r.series = metric_series.id)").run(Math.floor(rollupCutoffMs));
       this.db.query("DELETE FROM obs_seen WHERE last_seen < ?").run(Math.floor(rawCutoffMs));
     });
-    this.series.clear();
+    this.metrics.forget();
     return { logs, spans, samples, rollups };
   }
 
