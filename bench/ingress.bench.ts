@@ -9,11 +9,15 @@
  * `createIngress` that `ops serve` runs, alone in its process so that the API server's own work
  * (scheduler, probes) is not counted against it. nginx runs with one worker (its compiled
  * default); Caddy with Go's default of every core.
+ *
+ * Beside the rates, each proxy's CPU time per request (user + system, from /proc, over the same
+ * rounds): on a shared machine the rates of one run move with whatever else runs, while the CPU a
+ * proxy spends on each request does not move much, so that ratio is the steadier figure.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ROOT, assertNoErrors, type BenchContext, type LoadResult } from "./lib";
+import { ROOT, assertNoErrors, type BenchContext, type ChildServer, type LoadResult } from "./lib";
 
 export const name = "ingress";
 export const description = "proxying to a sample app: ops ingress vs nginx vs Caddy vs the app directly";
@@ -63,6 +67,18 @@ http://127.0.0.1:__PORT__ {
 `;
 }
 
+/** Middle value. */
+function mid(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+}
+
+/** One wrk round against `side`, with the CPU time per request (µs) the side spent meanwhile. */
+async function round(ctx: BenchContext, side: ChildServer, seconds: number): Promise<{ load: LoadResult; cpuUs: number }> {
+  const before = side.cpuMs();
+  const load = await ctx.measure(`${side.url}/health`, {}, seconds);
+  return { load, cpuUs: load.requests > 0 ? ((side.cpuMs() - before) * 1000) / load.requests : NaN };
+}
+
 /** Median round by throughput; errors summed over all rounds. */
 function median(rs: LoadResult[]): LoadResult {
   const sorted = [...rs].sort((x, y) => x.requestsPerSec - y.requestsPerSec);
@@ -87,9 +103,15 @@ export async function run(ctx: BenchContext): Promise<string> {
     const sides = { ops, nginx, caddy, direct: app } as const;
     const seconds = Math.max(2, Math.round(ctx.load.duration / 3));
     const rounds: Record<keyof typeof sides, LoadResult[]> = { ops: [], nginx: [], caddy: [], direct: [] };
-    for (let round = 0; round < 3; round++) {
-      for (const side of Object.keys(sides) as Array<keyof typeof sides>) rounds[side].push(await ctx.measure(`${sides[side].url}/health`, {}, seconds));
+    const cpu: Record<keyof typeof sides, number[]> = { ops: [], nginx: [], caddy: [], direct: [] };
+    for (let n = 0; n < 3; n++) {
+      for (const side of Object.keys(sides) as Array<keyof typeof sides>) {
+        const r = await round(ctx, sides[side], seconds);
+        rounds[side].push(r.load);
+        cpu[side].push(r.cpuUs);
+      }
     }
+    const cpuUs = { ops: mid(cpu.ops), nginx: mid(cpu.nginx), caddy: mid(cpu.caddy) };
     for (const s of [ops, nginx, caddy, app]) await s.stop();
     const r = { ops: median(rounds.ops), nginx: median(rounds.nginx), caddy: median(rounds.caddy), direct: median(rounds.direct) };
     assertNoErrors({ "ops ingress": r.ops, nginx: r.nginx, Caddy: r.caddy, app: r.direct });
@@ -99,6 +121,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     return (
       `ingress: ops ${r.ops.requestsPerSec} req/s, nginx ${r.nginx.requestsPerSec} req/s, Caddy ${r.caddy.requestsPerSec} req/s, app direct ${r.direct.requestsPerSec} req/s;` +
       ` ops/${best} ${ratio.toFixed(2)} (goal >= 1.00: ${ratio >= 1 ? "met" : "not met"}), ops/direct ${(r.ops.requestsPerSec / r.direct.requestsPerSec).toFixed(2)}` +
+      `; CPU per request ops ${cpuUs.ops.toFixed(1)} µs, nginx ${cpuUs.nginx.toFixed(1)} µs, Caddy ${cpuUs.caddy.toFixed(1)} µs, nginx/ops ${(cpuUs.nginx / cpuUs.ops).toFixed(2)}` +
       ` (p50 ops ${r.ops.p50Ms.toFixed(2)} ms, nginx ${r.nginx.p50Ms.toFixed(2)} ms, Caddy ${r.caddy.p50Ms.toFixed(2)} ms, direct ${r.direct.p50Ms.toFixed(2)} ms;` +
       ` ${ctx.load.connections} connections, ${ctx.load.threads} threads; median of 3 alternating rounds)`
     );

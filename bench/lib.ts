@@ -4,7 +4,7 @@
  * Each `bench/<name>.bench.ts` exports `name`, `description` and `run(ctx)`; bench/run.ts finds
  * them. Load only ever targets 127.0.0.1, for a bounded duration.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -20,6 +20,8 @@ export interface LoadOptions {
 
 export interface LoadResult {
   requestsPerSec: number;
+  /** Requests answered in the run. */
+  requests: number;
   /** Median and 99th percentile latency in ms. */
   p50Ms: number;
   p99Ms: number;
@@ -30,6 +32,8 @@ export interface LoadResult {
 export interface ChildServer {
   url: string;
   stop(): Promise<void>;
+  /** CPU time (user + system, ms) the server and the processes it started have used so far. */
+  cpuMs(): number;
 }
 
 export interface BenchContext {
@@ -60,6 +64,31 @@ export interface Benchmark {
   description: string;
   /** Returns the line to print, e.g. `health: ops 41234 req/s, Bun.serve 80211 req/s, ratio 0.51`. */
   run(ctx: BenchContext): Promise<string>;
+}
+
+/** Clock ticks per second of /proc's CPU times. */
+let clockTicks = 0;
+
+/** CPU time (ms) of `pid` and its descendants, from /proc (0 once gone). */
+export function processCpuMs(pid: number): number {
+  if (clockTicks === 0) clockTicks = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
+  let ticks = 0;
+  const seen = new Set<number>();
+  const walk = (p: number) => {
+    if (seen.has(p)) return;
+    seen.add(p);
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "latin1");
+      // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(f[11]) + Number(f[12]);
+      for (const t of readFileSync(`/proc/${p}/task/${p}/children`, "latin1").split(" ")) if (t.trim()) walk(Number(t));
+    } catch {
+      // Gone.
+    }
+  };
+  walk(pid);
+  return (ticks * 1000) / clockTicks;
 }
 
 function freePort(): number {
@@ -105,6 +134,7 @@ function ms(text: string): number {
 
 export function parseWrk(out: string): LoadResult {
   const rps = /Requests\/sec:\s+([\d.]+)/.exec(out);
+  const total = /(\d+) requests in/.exec(out);
   if (!rps) throw new Error(`could not read wrk's output:\n${out}`);
   const p50 = /^\s+50%\s+(\S+)/m.exec(out);
   const p99 = /^\s+99%\s+(\S+)/m.exec(out);
@@ -113,6 +143,7 @@ export function parseWrk(out: string): LoadResult {
   const sockErrors = sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0;
   return {
     requestsPerSec: Math.round(Number(rps[1])),
+    requests: total ? Number(total[1]) : 0,
     p50Ms: p50 ? ms(p50[1]) : NaN,
     p99Ms: p99 ? ms(p99[1]) : NaN,
     errors: (non2xx ? Number(non2xx[1]) : 0) + sockErrors,
@@ -163,6 +194,7 @@ export function createContext(load: LoadOptions): { ctx: BenchContext; cleanup()
         if (child.exitCode === null) child.kill("SIGTERM");
         await child.exited;
       },
+      cpuMs: () => processCpuMs(child.pid),
     };
     children.push(server);
     await waitReady(url + readyPath, child);

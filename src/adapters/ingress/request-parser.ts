@@ -82,6 +82,10 @@ export function nameIs(head: string, from: number, name: string): boolean {
 /** The comma-separated tokens of a list field, trimmed and lower case. */
 export function tokens(list: string | null): string[] {
   if (!list) return [];
+  if (!list.includes(",")) {
+    const v = list.trim();
+    return v ? [v.toLowerCase()] : [];
+  }
   const out: string[] = [];
   for (const t of list.split(",")) {
     const v = t.trim();
@@ -127,7 +131,12 @@ export interface RequestHead {
   /** An ops session cookie or ops credential was removed. */
   strippedCredential: boolean;
   forwarding: ClientForwarding;
+  /** The request line goes upstream as received (HTTP/1.1, a target not rewritten). */
+  lineKept: boolean;
 }
+
+/** No forwarding fields sent (shared: most requests have none). */
+const NO_FORWARDING: ClientForwarding = Object.freeze({ forwardedFor: null, forwardedProto: null, forwardedHost: null, realIp: null, forwarded: null });
 
 function bad(message: string): HttpError {
   return new HttpError(400, message);
@@ -164,13 +173,11 @@ function contentLength(v: string): number {
   return Number(v);
 }
 
-/** `v` without leading and trailing spaces (tabs kept). */
-function spaces(v: string): string {
-  let a = 0;
-  let b = v.length;
-  while (a < b && v.charCodeAt(a) === 32) a++;
-  while (b > a && v.charCodeAt(b - 1) === 32) b--;
-  return v.slice(a, b);
+/** `head[a, b)` without leading and trailing spaces, and tabs too unless `spacesOnly`. */
+function value(head: string, a: number, b: number, spacesOnly: boolean): string {
+  for (let c = head.charCodeAt(a); a < b && (c === 32 || (c === 9 && !spacesOnly)); c = head.charCodeAt(++a));
+  for (let c = head.charCodeAt(b - 1); b > a && (c === 32 || (c === 9 && !spacesOnly)); c = head.charCodeAt(--b - 1));
+  return head.slice(a, b);
 }
 
 const join = (prior: string | null, v: string) => (prior === null ? v : `${prior}, ${v}`);
@@ -208,7 +215,7 @@ export function parseRequestHead(head: string): RequestHead {
   let upgrade: string | null = null;
   let cookieRewrite = "";
   let stripped = false;
-  const forwarding: ClientForwarding = { forwardedFor: null, forwardedProto: null, forwardedHost: null, realIp: null, forwarded: null };
+  let forwarding: ClientForwarding | null = null;
   // Ranges of kept lines; a dropped line ends the current range.
   const keep: number[] = [];
   let runStart = eol;
@@ -228,7 +235,7 @@ export function parseRequestHead(head: string): RequestHead {
         }
         // Framing values are trimmed of spaces only: a tab there is read as part of the value by
         // some servers (nginx), so such a request is refused rather than framed.
-        const v = kind === F.ContentLength || kind === F.TransferEncoding ? spaces(head.slice(colon + 1, end)) : head.slice(colon + 1, end).trim();
+        const v = value(head, colon + 1, end, kind === F.ContentLength || kind === F.TransferEncoding);
         switch (kind) {
           case F.Host:
             host = v;
@@ -253,22 +260,27 @@ export function parseRequestHead(head: string): RequestHead {
             drop = true;
             break;
           case F.ForwardedFor:
+            forwarding ??= { ...NO_FORWARDING };
             forwarding.forwardedFor = join(forwarding.forwardedFor, v);
             drop = true;
             break;
           case F.ForwardedProto:
+            forwarding ??= { ...NO_FORWARDING };
             forwarding.forwardedProto = join(forwarding.forwardedProto, v);
             drop = true;
             break;
           case F.ForwardedHost:
+            forwarding ??= { ...NO_FORWARDING };
             forwarding.forwardedHost = join(forwarding.forwardedHost, v);
             drop = true;
             break;
           case F.RealIp:
+            forwarding ??= { ...NO_FORWARDING };
             forwarding.realIp = forwarding.realIp ?? v;
             drop = true;
             break;
           case F.Forwarded:
+            forwarding ??= { ...NO_FORWARDING };
             forwarding.forwarded = join(forwarding.forwarded, v);
             drop = true;
             break;
@@ -341,7 +353,8 @@ export function parseRequestHead(head: string): RequestHead {
   }
   const websocket = !http10 && wantsUpgrade && tokens(upgrade).includes("websocket");
   if (extra !== null) dropNamed(head, keep, extra);
-  return { method, target, path, http10, host, body, hasLength: lengths === 1, close, websocket, ascii, head, keep, rewritten: cookieRewrite, strippedCredential: stripped, forwarding };
+  const lineKept = !http10 && target.length === line[1] - line[0] - 1;
+  return { method, target, path, http10, host, body, hasLength: lengths === 1, close, websocket, ascii, head, keep, rewritten: cookieRewrite, strippedCredential: stripped, forwarding: forwarding ?? NO_FORWARDING, lineKept };
 }
 
 /** Remove from `keep` the field lines whose (lower case) name `names` holds. */

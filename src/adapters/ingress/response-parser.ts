@@ -76,6 +76,8 @@ for (const [name, kind] of [
 ] as Array<[string, R]>)
   (BY_LENGTH[name.length] ??= []).push([name, kind]);
 
+const NONE: readonly string[] = [];
+
 /** Largest response head. */
 export const MAX_RESPONSE_HEAD = 64 * 1024;
 
@@ -167,7 +169,7 @@ export function parseResponseHead(b: Buffer, from: number, method: string): Resp
   }
   const end = i;
   const http10 = minor === 48;
-  const conn = tokens(connection);
+  const conn = connection === null ? NONE : tokens(connection);
   let reusable = http10 ? conn.includes("keep-alive") : !conn.includes("close");
   let body: Body;
   let codings = "";
@@ -185,7 +187,7 @@ export function parseResponseHead(b: Buffer, from: number, method: string): Resp
   if (body === Body.UntilClose) reusable = false;
 
   // Lines named by the replica's Connection field go too (not in a 101, whose fields are the switch).
-  const extra = status === 101 ? [] : conn.filter((t) => t !== "close" && t !== "keep-alive");
+  const extra = status === 101 || conn === NONE ? NONE : conn.filter((t) => t !== "close" && t !== "keep-alive");
   if (extra.length > 0) {
     const head = b.toString("latin1", from, end - 4);
     for (let at = head.indexOf("\r\n"); at >= 0; ) {

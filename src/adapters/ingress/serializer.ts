@@ -19,7 +19,15 @@ function kept(head: string, keep: readonly number[], out: string): string {
  * target, `forwarded` = the forwarding field lines (forwarded.ts).
  */
 export function requestHeadOut(req: RequestHead, forwarded: string): string {
-  let out = kept(req.head, req.keep, `${req.method} ${req.target} HTTP/1.1`) + req.rewritten;
+  const { head, keep } = req;
+  let out: string;
+  if (!req.lineKept) out = kept(head, keep, `${req.method} ${req.target} HTTP/1.1`);
+  else {
+    // The request line as received, and most often every field line after it: one piece.
+    const eol = req.method.length + req.target.length + 10;
+    out = keep.length === 2 && keep[0] === eol && keep[1] === head.length ? head : kept(head, keep, head.slice(0, eol));
+  }
+  out += req.rewritten;
   if (req.body === -1) out += "\r\ntransfer-encoding: chunked";
   else if (req.hasLength) out += `\r\ncontent-length: ${req.body}`;
   if (req.websocket) out += "\r\nupgrade: websocket\r\nconnection: upgrade";
