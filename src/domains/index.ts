@@ -14,6 +14,7 @@ import { registriesModule } from "./registries";
 import { sourcesModule } from "./sources";
 import { buildsModule } from "./builds";
 import { deploymentsModule } from "./deployments";
+import { certificatesModule } from "./certificates";
 import { translationsModule } from "./translations";
 import { observabilityModule } from "./observability";
 import { modulesModule } from "./modules";
@@ -32,6 +33,7 @@ export const DOMAINS: readonly DomainModule[] = [
   sourcesModule,
   buildsModule,
   deploymentsModule,
+  certificatesModule,
   translationsModule,
   observabilityModule,
   modulesModule,

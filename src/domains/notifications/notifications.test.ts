@@ -113,7 +113,7 @@ describe("unread count, mark read, read-all", () => {
 });
 
 describe("notification settings", () => {
-  test("GET 200: seven kinds with labels and defaults (in-app on, email off); PUT replaces; audited", async () => {
+  test("GET 200: every kind with labels and defaults (in-app on, email off); PUT replaces; audited", async () => {
     const a = makeProject(t);
     const p = await makePerson(t, [{ role: "viewer", project: a.slug }]);
     const got = await expectStatus(await t.request("GET", `/api/v1/projects/${a.slug}/notification-settings`, { token: p.session }), 200);

@@ -19,6 +19,9 @@ function field(path: string, message: string): OpsError {
 }
 
 /** 422 unless `group` names a secret-group of the same environment. */
+/** What the certificates domain says of a domain's certificates. */
+type DomainCertificates = (core: Core, row: ResourceRow) => { state: string; summary: string; detail: Record<string, unknown> } | null;
+
 export function assertGroupExists(q: Queryable, ctx: WriteContext, group: string | null | undefined): void {
   if (!group) return;
   if (!findResource(q, { project: ctx.project, environment: ctx.environment }, "secret-group", group)) {
@@ -134,10 +137,13 @@ export function installBuiltinKinds(core: Core): void {
         .where(and(eq(resources.projectId, row.projectId), eq(resources.scope, row.scope), eq(resources.type, "service"), eq(resources.name, spec.service)))
         .get();
       if (!svc) return { state: "error", summary: `routes to service "${spec.service}", which does not exist`, detail: { hosts: spec.hosts } };
+      // The certificates domain's view of the hosts' certificates (null: none asked for or served here).
+      const certs = (c.locals.get("resources.domain-certificates") as DomainCertificates | undefined)?.(c, row) ?? null;
+      const routed = svc.statusState === "ready" ? "ready" : "pending";
       return {
-        state: svc.statusState === "ready" ? "ready" : "pending",
-        summary: `${spec.hosts.join(", ")} → ${spec.service} (${svc.statusState})`,
-        detail: { hosts: spec.hosts, service: spec.service, service_state: svc.statusState, tls: spec.tls ?? true },
+        state: certs?.state === "failing" ? "error" : certs?.state === "issuing" && routed === "ready" ? "pending" : routed,
+        summary: `${spec.hosts.join(", ")} → ${spec.service} (${svc.statusState})${certs ? `; certificate ${certs.summary}` : ""}`,
+        detail: { hosts: spec.hosts, service: spec.service, service_state: svc.statusState, tls: spec.tls ?? true, ...(certs ? { certificate: certs.detail } : {}) },
       };
     },
   });

@@ -81,6 +81,11 @@ export function listOfTypeInProject(q: Queryable, projectId: string, type: Resou
   return q.select().from(resources).where(and(eq(resources.projectId, projectId), eq(resources.type, type))).orderBy(asc(resources.name)).all();
 }
 
+/** Every resource of a type, in every project (start-up work). */
+export function listOfTypeEverywhere(q: Queryable, type: ResourceType): ResourceRow[] {
+  return q.select().from(resources).where(eq(resources.type, type)).all();
+}
+
 export function specOf<T = Record<string, unknown>>(row: ResourceRow): T {
   return JSON.parse(row.spec) as T;
 }

@@ -2,7 +2,7 @@
  * The resources domain's public surface: other domains import only this file.
  */
 export { getResource, listResources, listResourcesOfType, createResource, putResource, putResourceAs, deleteResource, observeResource, observeRow, rewriteSpecIn, type ResourceAddress } from "./store";
-export { findResource, getResourceRow, listOfType, listOfTypeInProject, placeFor, resourceById, specOf, toResponse, writeStatus, auditTarget, UNOBSERVED_SUMMARY, type ResourceRow, type Place, type Observed } from "./rows";
+export { findResource, getResourceRow, listOfType, listOfTypeInProject, listOfTypeEverywhere, placeFor, resourceById, specOf, toResponse, writeStatus, auditTarget, UNOBSERVED_SUMMARY, type ResourceRow, type Place, type Observed } from "./rows";
 export { extendKind, provideSecretValues, secretValues, type KindHooks, type SecretValues, type WriteContext } from "./kinds";
 export { usersOfGroup, assertGroupExists } from "./kind-rules";
 export { requestRun, listRuns, runLog, enqueueDueRuns, executeRun, recoverInterruptedRuns, stopLiveRuns, JOB_RUN_ITEM, JOB_SCHEDULE_TASK } from "./job-runs";

@@ -1,0 +1,48 @@
+/**
+ * The certificates domain: ACME certificates for domains' hosts and ops's own host, served by the
+ * ingress's HTTPS listener by SNI (and by ops's own listener with OPS_TLS=acme). Domain writes
+ * start orders (a write of an unchanged spec retries a failing one now: the console's "retry
+ * now"), `certificates.orders` retries and renews, and the domain's status shows each host's
+ * certificate.
+ */
+import type { Core, DomainModule } from "../../core/core";
+import { ingressOf } from "../../adapters/ingress";
+import { extendKind, listOfTypeEverywhere, resourceById, type ResourceRow } from "../resources/service";
+import { ORDERS_TASK, orderState, runDueOrders } from "./orders";
+import { certificateSummary, certificateView, loadCertificates, rowsOfResource } from "./store";
+import { certificatesActive, syncDomain, syncOwnHost } from "./sync";
+
+/** What a domain's status says of its certificates (null: none asked for or served here). */
+function domainCertificates(core: Core, row: ResourceRow): { state: string; summary: string; detail: Record<string, unknown> } | null {
+  const rows = rowsOfResource(core.db, row.id);
+  if (rows.length === 0) return null;
+  const s = certificateSummary(rows);
+  return { state: s.state, summary: s.summary, detail: { state: s.state, hosts: rows.map(certificateView) } };
+}
+
+export const certificatesModule: DomainModule = {
+  name: "certificates",
+  install(core) {
+    const pending = orderState(core).pending;
+    ingressOf(core).setChallenges((token) => pending.get(token) ?? null);
+    core.scheduler.defineTask(ORDERS_TASK, "* * * * *", async () => {
+      await runDueOrders(core);
+    });
+    extendKind(core, "domain", {
+      afterWrite(c, _t, row) {
+        // After the write commits (the transaction is synchronous; a microtask runs after it).
+        queueMicrotask(() => syncDomain(c, row.id, resourceById(c.db, row.id)));
+      },
+      onDelete(c, _t, row) {
+        queueMicrotask(() => syncDomain(c, row.id, null));
+      },
+    });
+    core.locals.set("resources.domain-certificates", (c: Core, row: ResourceRow) => domainCertificates(c, row));
+  },
+  async onServe(core) {
+    const loaded = await loadCertificates(core);
+    if (loaded > 0) core.log.info("certificates loaded", { certificates: loaded });
+    if (certificatesActive(core)) for (const d of listOfTypeEverywhere(core.db, "domain")) syncDomain(core, d.id, d);
+    syncOwnHost(core);
+  },
+};

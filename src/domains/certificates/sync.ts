@@ -1,0 +1,70 @@
+/**
+ * Which hosts need a certificate: each host of a domain with `tls` (default true), while the
+ * ingress's HTTPS listener is configured (decision 0343: without it there is nothing to serve a
+ * certificate on, and no order is made), and ops's own public host with OPS_TLS=acme. A domain
+ * created or changed gets a row per new host, due now; hosts it no longer has lose theirs (and
+ * their certificate stops being served); a write of a domain whose order is failing retries it
+ * now, unless the ACME server said it is rate-limited. A `*.` host cannot be validated with HTTP-01: its row
+ * says so and nothing is ordered.
+ */
+import { and, eq, isNull } from "drizzle-orm";
+import type { Core } from "../../core/core";
+import { specOf, type ResourceRow } from "../resources/service";
+import { certificates } from "./tables";
+import { ownHost, rowsOfResource, unserve } from "./store";
+import { kickOrders } from "./orders";
+
+const RATE_LIMITED = /rate.?limit|too many/i;
+const WILDCARD_REASON = "a *. host needs the DNS-01 challenge, which ops does not answer; use exact host names";
+
+/** Whether domains get certificates on this server. */
+export function certificatesActive(core: Core): boolean {
+  return core.config.ingressTlsListen !== null;
+}
+
+/** Bring the rows of a domain in line with its spec (`row` null: the domain was deleted). */
+export function syncDomain(core: Core, resourceId: string, row: ResourceRow | null): void {
+  const spec = row ? specOf<{ hosts: string[]; tls?: boolean }>(row) : null;
+  const wanted = new Set(row && spec && spec.tls !== false && certificatesActive(core) ? spec.hosts.map((h) => h.toLowerCase()) : []);
+  const now = core.clock.now();
+  let due = false;
+  const dropped: string[] = [];
+  core.db.transaction((t) => {
+    for (const cur of rowsOfResource(t, resourceId)) {
+      if (wanted.has(cur.host)) continue;
+      if (cur.sealedId) core.secrets.delete(t, cur.sealedId);
+      t.delete(certificates).where(eq(certificates.host, cur.host)).run();
+      dropped.push(cur.host);
+    }
+    for (const host of wanted) {
+      const cur = t.select().from(certificates).where(eq(certificates.host, host)).get();
+      if (cur) {
+        // A write of the domain retries a failing order now, unless the ACME server said to wait.
+        if (cur.state === "failing" && cur.nextAttemptAt !== null && !(cur.reason && RATE_LIMITED.test(cur.reason))) {
+          t.update(certificates).set({ nextAttemptAt: now }).where(eq(certificates.host, host)).run();
+          due = true;
+        }
+        continue;
+      }
+      const wildcard = host.startsWith("*.");
+      t.insert(certificates)
+        .values({ host, resourceId, projectId: row!.projectId, source: "acme", state: wildcard ? "failing" : "issuing", reason: wildcard ? WILDCARD_REASON : null, nextAttemptAt: wildcard ? null : now, updatedAt: now })
+        .run();
+      if (!wildcard) due = true;
+    }
+  });
+  for (const host of dropped) unserve(core, host);
+  if (due) kickOrders(core);
+}
+
+/** Make sure ops's own host has a row when OPS_TLS=acme (due now when it has no certificate). */
+export function syncOwnHost(core: Core): void {
+  const host = ownHost(core);
+  if (!host) return;
+  const cur = core.db.select().from(certificates).where(and(eq(certificates.host, host), isNull(certificates.resourceId))).get();
+  if (!cur) {
+    const now = core.clock.now();
+    core.db.insert(certificates).values({ host, resourceId: null, projectId: null, source: "acme", state: "issuing", nextAttemptAt: now, updatedAt: now }).onConflictDoNothing().run();
+  }
+  kickOrders(core);
+}
