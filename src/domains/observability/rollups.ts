@@ -3,7 +3,7 @@
  * and sample count; counters and histograms: their last cumulative value in the bucket), run by
  * the writer thread for the `observability.rollup` task.
  */
-import type { Database } from "bun:sqlite";
+import type { Database, Statement } from "bun:sqlite";
 
 export const ROLLUP_MS = 300_000;
 /** A bucket is first folded this long after it ends (points a little late are in it). */
@@ -13,6 +13,36 @@ export const ROLLUP_REFOLD_MS = 15 * 60_000;
 
 function tx<T>(db: Database, fn: () => T): T {
   return db.transaction(fn).immediate();
+}
+
+function watermark(db: Database): number | undefined {
+  return (db.query("SELECT value FROM obs_state WHERE key = 'rollup_until'").get() as { value: number } | null)?.value;
+}
+
+/**
+ * Notes the series and bucket of each sample written before the rollup watermark in
+ * `metric_refold`, for the next run to fold again (docs/decisions/0292). Kept by the writer, the
+ * only one who moves the watermark, so a sample costs one comparison (a trigger doing the same
+ * doubled the cost of a sample's insert).
+ */
+export class LateSamples {
+  private until: number;
+  private readonly put: Statement;
+
+  constructor(private readonly db: Database) {
+    this.put = db.prepare("INSERT OR IGNORE INTO metric_refold (series, t) VALUES (?, ?)");
+    this.until = watermark(db) ?? -Infinity;
+  }
+
+  /** A sample of `series` at `t` (ms) was written. */
+  note(series: number, t: number): void {
+    if (t < this.until) this.put.run(series, Math.floor(t / ROLLUP_MS) * ROLLUP_MS);
+  }
+
+  /** Read the watermark again (after a rollup run). */
+  refresh(): void {
+    this.until = watermark(this.db) ?? -Infinity;
+  }
 }
 
 type SampleRow = { series: number; t: number; value: number | null; count: number | null; sum: number | null; min: number | null; max: number | null; buckets: string | null; kind: string };
@@ -55,12 +85,12 @@ const PUT = "INSERT OR REPLACE INTO metric_rollups (series, t, value, min, max, 
  * retention) is caught up by the next run; the last 15 minutes before the watermark are folded
  * again, so points that arrive late still count in their bucket. Points later than that (an
  * exporter that was offline for days, a backfill) are noted with their series and bucket in
- * `metric_refold` by a trigger on `metric_samples` as they are written, and just those buckets
- * are folded again (docs/decisions/0292). Returns the buckets written.
+ * `metric_refold` as they are written (`LateSamples`), and just those buckets are folded again
+ * (docs/decisions/0292). Returns the buckets written.
  */
 export function foldRollups(db: Database, now: number, rawRetentionMs: number): number {
   const until = Math.floor((now - ROLLUP_GRACE_MS) / ROLLUP_MS) * ROLLUP_MS;
-  const mark = (db.query("SELECT value FROM obs_state WHERE key = 'rollup_until'").get() as { value: number } | null)?.value;
+  const mark = watermark(db);
   let from = mark !== undefined ? mark - ROLLUP_REFOLD_MS : (db.query("SELECT min(t) AS t FROM metric_samples").get() as { t: number | null }).t;
   if (from === null || from === undefined) return 0;
   from = Math.max(Math.floor(from / ROLLUP_MS) * ROLLUP_MS, Math.floor((now - rawRetentionMs) / ROLLUP_MS) * ROLLUP_MS);

@@ -1,11 +1,13 @@
 /**
  * The metric half of the telemetry writer (writer-store.ts): a point's series is looked up once
  * and cached, a delta point is folded into its series' running total (every series is stored
- * cumulative), and each point is one sample row. Runs on the writer's connection, inside the
- * transaction of the batch it belongs to.
+ * cumulative), and each point is one sample row; a sample older than the rollup watermark is
+ * noted for its bucket to be folded again (`LateSamples`). Runs on the writer's connection, inside
+ * the transaction of the batch it belongs to.
  */
 import type { Database, Statement } from "bun:sqlite";
 import type { PointRow } from "./rows";
+import { LateSamples } from "./rollups";
 
 interface SeriesState {
   id: number;
@@ -17,8 +19,11 @@ interface SeriesState {
 export class MetricWriter {
   private readonly series = new Map<string, SeriesState>();
   private readonly st: Record<string, Statement>;
+  /** Samples written before the rollup watermark; `refresh()` it after a rollup run. */
+  readonly late: LateSamples;
 
   constructor(db: Database) {
+    this.late = new LateSamples(db);
     this.st = {
       seriesGet: db.prepare("SELECT id, delta_value, delta_count, delta_sum FROM metric_series WHERE name = ? AND project = ? AND environment = ? AND service = ? AND attrs = ?"),
       seriesAdd: db.prepare("INSERT INTO metric_series (project, environment, service, name, kind, unit, attrs, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"),
@@ -61,6 +66,7 @@ export class MetricWriter {
         this.st.seriesDelta.run(s.deltaValue, s.deltaCount, s.deltaSum, s.id);
       }
       this.st.sample.run(s.id, Math.floor(p.ms), value, count, sum, p.min, p.max, p.buckets);
+      this.late.note(s.id, Math.floor(p.ms));
       const t = touchedSeries.get(s.id);
       if (!t || t.last < p.ms) touchedSeries.set(s.id, { s, last: Math.floor(p.ms), kind: p.kind, unit: p.unit });
       const sk = `${project}\u0000${p.environment}\u0000${p.service}`;

@@ -229,7 +229,9 @@ export class TelemetryWriter {
 
   /** See rollups.ts. */
   rollup(now: number, rawRetentionMs: number): number {
-    return foldRollups(this.db, now, rawRetentionMs);
+    const n = foldRollups(this.db, now, rawRetentionMs);
+    this.metrics.late.refresh();
+    return n;
   }
 
   // ---- retention and eviction ---------------------------------------------------------------
