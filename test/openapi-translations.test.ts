@@ -205,6 +205,11 @@ describe("OpenAPI for translations", () => {
     });
   }
 
+  test("a 409 archived (kept on purpose, docs/decisions/0283) names the project", async () => {
+    const body = await expectStatus(await archived(() => attach(c.devB.session, { bundle: kit, version: "1.0.0" })), 409);
+    expect(body).toMatchObject({ error: "archived", message: `Project "${c.b.slug}" is archived; it takes no changes.` });
+  });
+
   test("the spec's schema names are registered", () => {
     for (const name of [
       "ProjectTranslationsResponse",
