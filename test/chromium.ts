@@ -81,3 +81,17 @@ export function layoutShift(page: Page): Promise<number> {
 export function sidewaysOverflow(page: Page): Promise<number> {
   return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
 }
+
+/** Press every button a page offers as usable, again after each press (dialogs bring new ones). */
+export async function pressEverything(page: Page): Promise<number> {
+  let pressed = 0;
+  for (let i = 0; i < 30; i++) {
+    const buttons = page.locator("main button:visible:not([disabled]):not([aria-disabled='true'])");
+    const count = await buttons.count();
+    if (i >= count) break;
+    await buttons.nth(i).click({ timeout: 2000 }).catch(() => undefined);
+    pressed++;
+    await page.waitForTimeout(250);
+  }
+  return pressed;
+}

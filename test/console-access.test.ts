@@ -1,14 +1,15 @@
 /**
  * The Access and Settings pages in a real browser (Debian's chromium through playwright-core): an
  * estate owner builds a custom role from the permission catalog, narrows it in staging with an
- * environment policy, adds a person with it, and renames the project; that person's console then
+ * environment policy, adds a person with it, renames the project, archives it (a change is then
+ * refused) and unarchives it; that person's console then
  * offers only the sections and actions the role holds, and says why for the rest.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import type { Browser } from "playwright-core";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makeOwner, makePerson, makeProject, type Person } from "./fixtures";
-import { launchChromium, problemsOf, shot, signIn, watchedContext, WallClock } from "./chromium";
+import { launchChromium, pressEverything, problemsOf, shot, signIn, watchedContext, WallClock } from "./chromium";
 
 setDefaultTimeout(120_000);
 
@@ -78,6 +79,34 @@ describe("Access in chromium", () => {
     await page.getByText("The project's settings are saved.").waitFor();
     await page.getByRole("heading", { name: /Harbour front/ }).waitFor();
     await shot(page, "settings");
+
+    // Archived, the project takes no change; unarchived, it does again.
+    const write = () => t.request("POST", `/api/v1/projects/${SLUG}/resources/job`, { token: olga.session, body: { name: `tidy-${Date.now()}`, spec: { command: "true" } } });
+    await page.getByRole("button", { name: "Archive…" }).click();
+    await page.getByRole("alertdialog", { name: "Archive Harbour front?" }).getByRole("button", { name: "Yes, archive" }).click();
+    await page.getByText("The project is archived.").waitFor();
+    await page.getByRole("heading", { name: "Archived", exact: true }).waitFor();
+    await shot(page, "settings-archived");
+    expect((await write()).status).toBe(409);
+    // Its pages withhold every change, saying why: pressing all they offer draws no refusal.
+    const refused: string[] = [];
+    page.on("response", (r) => {
+      if (r.status() === 409 || r.status() === 403) refused.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`);
+    });
+    for (const section of ["resources", "secrets", "builds", "sources", "translations", "packages"]) {
+      await page.goto(`${t.url}/projects/${SLUG}/${section}`);
+      await page.getByRole("navigation", { name: "Project" }).waitFor();
+      await page.waitForTimeout(300);
+      await page.locator("[aria-busy='true']").first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => undefined);
+      await pressEverything(page);
+    }
+    await page.goto(`${t.url}/projects/${SLUG}/resources`);
+    await page.getByText("Creating resources: The project is archived").waitFor();
+    expect(refused).toEqual([]);
+    await page.getByRole("link", { name: "Settings" }).click();
+    await page.getByRole("button", { name: "Unarchive" }).click();
+    await page.getByText("The project is unarchived.").waitFor();
+    await expectStatus(await write(), 201);
     expect(problems).toEqual([]);
     await context.close();
   });

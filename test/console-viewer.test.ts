@@ -5,11 +5,11 @@
  * narrow screen without scrolling sideways, and does not jump when its data arrives.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
 import { cargoMetadata, cargoPublishBody, crateArchive } from "./support/registries";
-import { launchChromium, layoutShift, problemsOf, shot, signIn, sidewaysOverflow, watchedContext, WallClock } from "./chromium";
+import { launchChromium, layoutShift, pressEverything, problemsOf, shot, signIn, sidewaysOverflow, watchedContext, WallClock } from "./chromium";
 
 setDefaultTimeout(300_000);
 
@@ -42,20 +42,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** Press every button offered as usable, again after each press (dialogs bring new ones). */
-async function pressEverything(page: Page): Promise<number> {
-  let pressed = 0;
-  for (let i = 0; i < 30; i++) {
-    const buttons = page.locator("main button:visible:not([disabled]):not([aria-disabled='true'])");
-    const count = await buttons.count();
-    if (i >= count) break;
-    await buttons.nth(i).click({ timeout: 2000 }).catch(() => undefined);
-    pressed++;
-    await page.waitForTimeout(250);
-  }
-  return pressed;
-}
-
 describe("a viewer's console in chromium at 360 px", () => {
   test("every page: pressing every offered button draws no 403; nothing scrolls sideways; no layout jump", async () => {
     const context = await watchedContext(browser, { width: 360, height: 780 });
@@ -80,6 +66,11 @@ describe("a viewer's console in chromium at 360 px", () => {
       `/projects/${SLUG}/packages/cargo/cafe-menu`,
       `/projects/${SLUG}/packages/npm/${encodeURIComponent("@ops/empty")}`,
       `/projects/${SLUG}/packages/images/web`,
+      `/projects/${SLUG}/builds`,
+      `/projects/${SLUG}/deployments`,
+      `/projects/${SLUG}/deployments/web?environment=production`,
+      `/projects/${SLUG}/sources`,
+      `/projects/${SLUG}/translations`,
       `/projects/${SLUG}/access`,
       `/projects/${SLUG}/access/roles`,
       `/projects/${SLUG}/settings`,

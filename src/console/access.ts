@@ -50,17 +50,40 @@ function labelOf(key: PermissionKey): string {
   return PERMISSIONS.find((p) => p.key === key)?.label ?? key;
 }
 
-/** The person's access in `project` (a slug), or estate-wide when `project` is null. */
-export function accessOf(me: Me, project: string | null): Access {
+/**
+ * The permissions whose routes change a project and so answer 409 `archived` while it is archived
+ * (decision 0303). Members, roles, policies and settings (unarchiving) stay open; a database's
+ * page keeps its runbook (a read under databases.manage) and withholds only the rotation.
+ */
+const ARCHIVE_REFUSES: ReadonlySet<PermissionKey> = new Set<PermissionKey>([
+  "resources.write",
+  "resources.destroy",
+  "jobs.run",
+  "secrets.write",
+  "secrets.rotate",
+  "sources.write",
+  "sources.save",
+  "builds.run",
+  "deployments.deploy",
+  "translations.write",
+  "packages.publish",
+]);
+
+export const ARCHIVED_REASON = "The project is archived: it takes no changes until it is unarchived on its Settings page.";
+
+/** The person's access in `project` (a slug), or estate-wide when `project` is null; an archived project refuses its writes. */
+export function accessOf(me: Me, project: string | null, opts: { archived?: boolean } = {}): Access {
   const grants = grantsOf(me);
   const principal = principalOf(me);
   const evaluation = (key: PermissionKey, environment: RouteEnvironment) =>
     evaluate(principal, grants, ESTATE_KEYS.has(key) ? { kind: "estate" } : project === null ? { kind: "any" } : { kind: "project", projectId: project, environment });
-  const can = (key: PermissionKey, environment: RouteEnvironment) => evaluation(key, environment).permissions.has(key);
+  const frozen = (key: PermissionKey) => opts.archived === true && ARCHIVE_REFUSES.has(key);
+  const can = (key: PermissionKey, environment: RouteEnvironment) => !frozen(key) && evaluation(key, environment).permissions.has(key);
   return {
     can,
     canSomewhere: (key, environments) => can(key, null) || environments.some((e) => can(key, e)),
     why(key, environment) {
+      if (frozen(key)) return ARCHIVED_REASON;
       const ev = evaluation(key, environment);
       if (ev.permissions.has(key)) return "";
       const where = ESTATE_KEYS.has(key) ? "estate-wide" : project === null ? "in any project" : `in ${project}${environment ? ` (${environment})` : ""}`;

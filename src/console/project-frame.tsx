@@ -24,7 +24,8 @@ export function ProjectFrame(props: { me: Me; segments: string[]; query: URLSear
     setError(null);
     void load();
   }, [slug]);
-  const access = useMemo(() => accessOf(props.me, slug), [props.me, slug]);
+  const archived = project?.archived ?? false;
+  const access = useMemo(() => accessOf(props.me, slug, { archived }), [props.me, slug, archived]);
 
   if (error) return <Alert>{error}</Alert>;
   if (!project) return <p aria-busy="true">Loading project…</p>;

@@ -64,13 +64,13 @@ export const SECTIONS: Section[] = [
     page: (p) => (p.rest[0] && p.rest[1] ? (RESOURCE_PAGES[p.rest[0]] ?? ((q: SectionProps) => <ResourcePage {...q} />))(p) : <ResourceList {...p} />),
   },
   { id: "secrets", label: "Secrets", needs: "secrets.read", page: (p) => (p.rest[0] === "services" ? <UnitSecretsPage {...p} /> : <SecretsPage {...p} />) },
-  { id: "sources", label: "Sources", needs: "sources.read", page: (p) => (p.rest[0] ? <Studio project={p.project} sourceId={p.rest[0]} query={p.query} /> : <SourceList {...p} />) },
-  { id: "builds", label: "Builds", needs: "builds.read", page: (p) => (p.rest[0] ? <BuildPage project={p.project} id={p.rest[0]} /> : <BuildList {...p} />) },
+  { id: "sources", label: "Sources", needs: "sources.read", page: (p) => (p.rest[0] ? <Studio project={p.project} sourceId={p.rest[0]} query={p.query} access={p.access} /> : <SourceList {...p} />) },
+  { id: "builds", label: "Builds", needs: "builds.read", page: (p) => (p.rest[0] ? <BuildPage project={p.project} id={p.rest[0]} access={p.access} /> : <BuildList {...p} />) },
   {
     id: "deployments",
     label: "Deployments",
     needs: "deployments.read",
-    page: (p) => (p.rest[0] ? <ServicePage project={p.project} service={p.rest[0]} query={p.query} /> : <DeploymentsList {...p} />),
+    page: (p) => (p.rest[0] ? <ServicePage project={p.project} service={p.rest[0]} query={p.query} access={p.access} /> : <DeploymentsList {...p} />),
   },
   {
     id: "translations",
@@ -78,8 +78,8 @@ export const SECTIONS: Section[] = [
     needs: "translations.read",
     page: (p) => {
       const [page, id] = p.rest;
-      if (page === "bundles" && id) return <BundleEditor project={p.project} bundleId={Number(id)} query={p.query} />;
-      if (page === "shared" && id) return <SharedEditor project={p.project} bundleId={Number(id)} query={p.query} />;
+      if (page === "bundles" && id) return <BundleEditor project={p.project} bundleId={Number(id)} query={p.query} access={p.access} />;
+      if (page === "shared" && id) return <SharedEditor project={p.project} bundleId={Number(id)} query={p.query} access={p.access} />;
       return <TranslationsOverview {...p} />;
     },
   },

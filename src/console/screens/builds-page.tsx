@@ -8,6 +8,8 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, navigate, when } from "../ui";
 import type { ProjectInfo } from "../frame";
+import type { Access } from "../access";
+import { Action } from "../widgets/guard";
 import { BuildBadge, buildSubject, duration, isFinal, type Build } from "../widgets/builds";
 
 interface LogLine {
@@ -131,7 +133,7 @@ function BuildLog(props: { slug: string; id: string }) {
   );
 }
 
-export function BuildPage(props: { project: ProjectInfo; id: string }) {
+export function BuildPage(props: { project: ProjectInfo; id: string; access: Access }) {
   const slug = props.project.slug;
   const { detail, error, reload } = useBuild(slug, props.id);
   const [busy, setBusy] = useState<string | null>(null);
@@ -179,13 +181,13 @@ export function BuildPage(props: { project: ProjectInfo; id: string }) {
         <BuildBadge status={b.status} />
         <div class="actions">
           {cancellable && (
-            <button type="button" class="danger" disabled={busy !== null} onClick={() => void act("cancel")}>
+            <Action access={props.access} perm="builds.run" env={b.environment} class="danger" off={busy !== null} onClick={() => void act("cancel")}>
               {busy === "cancel" ? "Cancelling…" : "Cancel"}
-            </button>
+            </Action>
           )}
-          <button type="button" disabled={busy !== null} onClick={() => void act("retry")}>
+          <Action access={props.access} perm="builds.run" env={b.environment} off={busy !== null} onClick={() => void act("retry")}>
             {busy === "retry" ? "Queueing…" : "Retry"}
-          </button>
+          </Action>
         </div>
       </div>
       {notice && !isFinal(b.status) && <Alert kind="ok">{notice}</Alert>}

@@ -9,6 +9,7 @@ import { api, ApiError } from "../api";
 import { Alert, Link, ago, navigate } from "../ui";
 import type { SectionProps } from "../frame";
 import { EnvironmentPicker } from "../widgets/environment-picker";
+import { Denied } from "../widgets/guard";
 import { BuildBadge, buildSubject, duration, isFinal, type Build } from "../widgets/builds";
 
 interface ServiceRow {
@@ -126,6 +127,9 @@ export function BuildList(props: SectionProps) {
           </tbody>
         </table>
       )}
+      {!props.access.can("builds.run", env) ? (
+        <Denied access={props.access} perm="builds.run" env={env} what={`Building a service in ${env}`} />
+      ) : (
       <form class="card build-form" onSubmit={(e) => void start(e)}>
         <h3>Build a service</h3>
         {services.length === 0 ? (
@@ -154,6 +158,7 @@ export function BuildList(props: SectionProps) {
           </div>
         )}
       </form>
+      )}
     </section>
   );
 }

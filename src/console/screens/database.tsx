@@ -8,7 +8,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Alert, Link, when } from "../ui";
-import type { Access } from "../access";
+import { ARCHIVED_REASON, type Access } from "../access";
 import type { SectionProps } from "../frame";
 import { Action } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
@@ -81,7 +81,7 @@ function ConnectionString(props: { slug: string; access: Access; view: ResourceV
   );
 }
 
-function Maintenance(props: { slug: string; access: Access; view: ResourceView }) {
+function Maintenance(props: { slug: string; access: Access; view: ResourceView; archived: boolean }) {
   const r = props.view.resource;
   const env = props.view.env;
   const [asking, setAsking] = useState(false);
@@ -123,7 +123,7 @@ function Maintenance(props: { slug: string; access: Access; view: ResourceView }
         </Confirm>
       ) : (
         <div class="actions">
-          <Action access={props.access} perm="databases.manage" env={env} off={adopted ? "An adopted database's password belongs to whoever owns it." : false} onClick={() => setAsking(true)}>
+          <Action access={props.access} perm="databases.manage" env={env} off={adopted ? "An adopted database's password belongs to whoever owns it." : props.archived ? ARCHIVED_REASON : false} onClick={() => setAsking(true)}>
             Rotate password…
           </Action>
           <Action access={props.access} perm="databases.manage" env={env} onClick={() => void showRunbook()}>
@@ -156,7 +156,7 @@ export function DatabasePage(props: SectionProps) {
         <>
           <ResourceFacts resource={v.resource} />
           <ConnectionString slug={props.project.slug} access={props.access} view={v} />
-          <Maintenance slug={props.project.slug} access={props.access} view={v} />
+          <Maintenance slug={props.project.slug} access={props.access} view={v} archived={props.project.archived} />
           {v.entry && <SpecEditor project={props.project} access={props.access} entry={v.entry} resource={v.resource} env={v.env} locked={FIXED_AT_CREATION} onSaved={v.replace} />}
           <DeleteResource project={props.project} access={props.access} entry={v.entry} resource={v.resource} env={v.env} />
         </>

@@ -9,7 +9,9 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, when } from "../ui";
 import type { ProjectInfo } from "../frame";
+import type { Access } from "../access";
 import { EnvironmentPicker } from "../widgets/environment-picker";
+import { Denied } from "../widgets/guard";
 import { short, StatusBadge, TimelineTable, type ServiceInfo, type TimelineEntry } from "../widgets/services";
 
 interface BuildInfo {
@@ -34,11 +36,11 @@ type Pending = { kind: "deploy"; candidate: Candidate } | { kind: "rollback"; di
 
 const IN_FLIGHT = new Set(["queued", "starting", "releasing", "probing", "switching", "draining", "unhealthy", "rolling_back"]);
 
-/** What can be deployed: the service's builds with an image, else the newest pushed image. */
-async function loadCandidates(slug: string, env: string, service: string): Promise<Candidate[]> {
+/** What can be deployed: the service's builds with an image, else the newest pushed image (each read only when the person may). */
+async function loadCandidates(slug: string, env: string, service: string, access: Access): Promise<Candidate[]> {
   const out: Candidate[] = [];
   const built = new Set<string>();
-  try {
+  if (access.can("builds.read", env)) try {
     const builds = await api<BuildInfo[]>("GET", `/api/v1/projects/${slug}/builds?environment=${encodeURIComponent(env)}&service=${encodeURIComponent(service)}&limit=20`);
     for (const b of builds) {
       if (!b.image_digest) continue;
@@ -49,13 +51,14 @@ async function loadCandidates(slug: string, env: string, service: string): Promi
     // A server without builds answers 404 for the route: the images below remain.
     if (!(e instanceof ApiError) || e.status !== 404) throw e;
   }
+  if (!access.can("packages.read", null)) return out;
   const packages = await api<{ images: Array<{ service: string; digest: string; commit: string; pushed_at?: string | null }> }>("GET", `/api/v1/projects/${slug}/packages`).catch(() => ({ images: [] }));
   const image = packages.images.find((i) => i.service === service);
   if (image && !built.has(image.digest)) out.push({ key: `i${image.digest}`, label: `Newest pushed image ${short(image.digest)}${image.commit ? ` (${image.commit.slice(0, 12)})` : ""}`, what: `the image ${short(image.digest)}`, body: { digest: image.digest } });
   return out;
 }
 
-export function ServicePage(props: { project: ProjectInfo; service: string; query: URLSearchParams }) {
+export function ServicePage(props: { project: ProjectInfo; service: string; query: URLSearchParams; access: Access }) {
   const slug = props.project.slug;
   const envs = props.project.environments;
   const env = props.query.get("environment") ?? envs[0] ?? "production";
@@ -83,7 +86,8 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
     setSvc(null);
     setError(null);
     void load();
-    loadCandidates(slug, env, props.service)
+    if (!props.access.can("deployments.deploy", env)) return setCandidates([]);
+    loadCandidates(slug, env, props.service, props.access)
       .then((c) => {
         setCandidates(c);
         setChoice(c[0]?.key ?? "");
@@ -217,6 +221,9 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
             </table>
           )}
 
+          {!props.access.can("deployments.deploy", env) ? (
+            <Denied access={props.access} perm="deployments.deploy" env={env} what={`Deploying and rolling back in ${env}`} />
+          ) : (
           <form class="deploy-form" onSubmit={askDeploy}>
             <h3>Deploy</h3>
             {candidates.length > 0 && (
@@ -245,6 +252,7 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
               {!rollbackTo && !moving && <span class="muted">Nothing to roll back to yet.</span>}
             </div>
           </form>
+          )}
 
           {pending && (
             <div class="confirm card" role="alertdialog" aria-labelledby="confirm-title" aria-describedby="confirm-text">

@@ -49,7 +49,9 @@ export function SettingsPage(props: SectionProps) {
       <h2 id="settings-title">Settings</h2>
       {error && <Alert>{error}</Alert>}
       {ok && <Alert kind="ok">{ok}</Alert>}
-      {allowed ? (
+      {allowed && p.archived ? (
+        <p class="muted denied">Changing the name and environments: unarchive the project first (below).</p>
+      ) : allowed ? (
         <form class="card connect" onSubmit={(e) => (e.preventDefault(), void save({ name: name.trim(), environments: list }, "The project's settings are saved."))}>
           <h3>Name and environments</h3>
           <label for="settings-slug">Slug</label>

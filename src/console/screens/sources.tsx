@@ -10,6 +10,7 @@ import { api, ApiError } from "../api";
 import { Alert, Link, ago, navigate } from "../ui";
 import type { SectionProps } from "../frame";
 import { CopyField } from "../widgets/copy-field";
+import { Action, Denied } from "../widgets/guard";
 import type { SourceInfo } from "../widgets/sources";
 
 
@@ -203,15 +204,18 @@ export function SourceList(props: SectionProps) {
                   <CopyField label={`Clone URL of ${s.repo}`} value={s.clone_url} />
                 </td>
                 <td>
-                  <button type="button" class="small" disabled={scanning !== null} title={`Read ${s.default_branch}'s ops.toml and reconcile the project's services`} onClick={() => void scan(s)}>
+                  <Action access={props.access} perm="sources.write" env={null} class="small" off={scanning !== null} label={`Scan ${s.repo}: read ${s.default_branch}'s ops.toml and reconcile the project's services`} onClick={() => void scan(s)}>
                     {scanning === s.id ? "Scanning…" : "Scan"}
-                  </button>
+                  </Action>
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
+      {!props.access.can("sources.write", null) ? (
+        <Denied access={props.access} perm="sources.write" env={null} what="Connecting a repository" />
+      ) : (
       <form class="card connect" onSubmit={(e) => void connect(e)}>
         <h3>Connect a repository</h3>
         <label for="connect-repo">Repository (owner/name)</label>
@@ -223,6 +227,7 @@ export function SourceList(props: SectionProps) {
           </button>
         </div>
       </form>
+      )}
     </section>
   );
 }

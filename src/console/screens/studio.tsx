@@ -8,6 +8,8 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { Alert, Link, navigate, when } from "../ui";
 import type { ProjectInfo } from "../frame";
+import type { Access } from "../access";
+import { Action } from "../widgets/guard";
 import { CopyField } from "../widgets/copy-field";
 import type { SourceInfo } from "../widgets/sources";
 
@@ -67,7 +69,7 @@ function setQuery(changes: Record<string, string | null>): void {
   navigate(`${location.pathname}${q.size ? `?${q}` : ""}`);
 }
 
-export function Studio(props: { project: ProjectInfo; sourceId: string; query: URLSearchParams }) {
+export function Studio(props: { project: ProjectInfo; sourceId: string; query: URLSearchParams; access: Access }) {
   const base = `/api/v1/projects/${props.project.slug}/sources`;
   const ref = props.query.get("ref");
   const path = props.query.get("path");
@@ -285,9 +287,9 @@ export function Studio(props: { project: ProjectInfo; sourceId: string; query: U
             <label for="save-message">Message</label>
             <input id="save-message" value={message} onInput={(ev) => setMessage((ev.target as HTMLInputElement).value)} required placeholder="Describe the change" />
             <div class="actions">
-              <button type="submit" class="primary" disabled={busy || edited.length === 0 || message.trim() === ""}>
+              <Action access={props.access} perm="sources.save" env={null} type="submit" class="primary" off={busy || edited.length === 0 || message.trim() === ""} onClick={() => undefined}>
                 {busy ? "Saving…" : "Save as pull request"}
-              </button>
+              </Action>
             </div>
           </form>
         </div>
@@ -325,9 +327,9 @@ export function Studio(props: { project: ProjectInfo; sourceId: string; query: U
                 </td>
                 <td>
                   {s.status === "open" && (
-                    <button type="button" class="small" disabled={busy} onClick={() => void merge(s)}>
+                    <Action access={props.access} perm="sources.save" env={null} class="small" off={busy} onClick={() => void merge(s)}>
                       Merge
-                    </button>
+                    </Action>
                   )}
                   {s.branch && s.status === "open" && (
                     <button type="button" class="small" onClick={() => setQuery({ ref: s.branch as string, path: null })}>

@@ -7,13 +7,17 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Alert, Link } from "../ui";
 import type { ProjectInfo } from "../frame";
+import type { Access } from "../access";
+import { Action, Denied } from "../widgets/guard";
 import { KIND_LABEL, message, trPage, trPath, type Entry, type OwnBundle, type ProjectTranslations } from "../widgets/translations";
 
 /** Rows shown at once; a search narrows the rest. */
 const SHOWN = 200;
 
-export function BundleEditor(props: { project: ProjectInfo; bundleId: number; query: URLSearchParams }) {
+export function BundleEditor(props: { project: ProjectInfo; bundleId: number; query: URLSearchParams; access: Access }) {
   const slug = props.project.slug;
+  const access = props.access;
+  const write = access.can("translations.write", null);
   const [bundle, setBundle] = useState<OwnBundle | null | undefined>(undefined);
   const [entries, setEntries] = useState<Entry[] | null>(null);
   const [q, setQ] = useState(props.query.get("q") ?? "");
@@ -124,12 +128,12 @@ export function BundleEditor(props: { project: ProjectInfo; bundleId: number; qu
                   </div>
                 </th>
                 {locales.map((l) => (
-                  <Cell key={`${e.namespace}:${e.key}:${l}:${e.values[l] ?? ""}`} entry={e} locale={l} onSave={save} />
+                  <Cell key={`${e.namespace}:${e.key}:${l}:${e.values[l] ?? ""}`} entry={e} locale={l} access={access} onSave={save} />
                 ))}
                 <td>
-                  <button type="button" class="small danger" aria-label={`Delete ${e.namespace}:${e.key}`} onClick={() => void remove(e)}>
+                  <Action access={access} perm="translations.write" env={null} class="small danger" label={`Delete ${e.namespace}:${e.key}`} onClick={() => void remove(e)}>
                     Delete
-                  </button>
+                  </Action>
                 </td>
               </tr>
             ))}
@@ -143,7 +147,7 @@ export function BundleEditor(props: { project: ProjectInfo; bundleId: number; qu
       )}
 
       <div class="grid-form" style={{ marginTop: "1.5rem" }}>
-        {bundle.kind !== "package" && <NewKey source={source} onSave={save} />}
+        {bundle.kind !== "package" && (write ? <NewKey source={source} onSave={save} /> : <Denied access={access} perm="translations.write" env={null} what="Adding keys" />)}
         <form
           aria-label="Add a locale"
           onSubmit={(e) => {
@@ -166,7 +170,7 @@ export function BundleEditor(props: { project: ProjectInfo; bundleId: number; qu
   );
 }
 
-function Cell(props: { entry: Entry; locale: string; onSave: (body: Record<string, unknown>, done: string) => Promise<void> }) {
+function Cell(props: { entry: Entry; locale: string; access: Access; onSave: (body: Record<string, unknown>, done: string) => Promise<void> }) {
   const { entry, locale } = props;
   const stored = entry.values[locale];
   const [text, setText] = useState(stored ?? "");
@@ -180,20 +184,21 @@ function Cell(props: { entry: Entry; locale: string; onSave: (body: Record<strin
         rows={2}
         style={{ width: "100%", minWidth: "10rem", font: "inherit", borderColor: stored === undefined ? "var(--warn)" : undefined }}
         placeholder={stored === undefined ? "missing" : undefined}
+        readOnly={!props.access.can("translations.write", null)}
         value={text}
         onInput={(e) => setText(e.currentTarget.value)}
       />
       <div style={{ display: "flex", gap: "0.4rem", alignItems: "center", flexWrap: "wrap" }}>
         {inReview && <span class="badge badge-degraded">review</span>}
         {dirty && (
-          <button type="button" class="small primary" onClick={() => void props.onSave({ namespace: entry.namespace, key: entry.key, locale, value: text }, `Saved ${what}.`)}>
+          <Action access={props.access} perm="translations.write" env={null} class="small primary" onClick={() => void props.onSave({ namespace: entry.namespace, key: entry.key, locale, value: text }, `Saved ${what}.`)}>
             Save
-          </button>
+          </Action>
         )}
         {inReview && !dirty && (
-          <button type="button" class="small" aria-label={`Approve ${what}`} onClick={() => void props.onSave({ namespace: entry.namespace, key: entry.key, locale, value: stored, status: "translated" }, `Approved ${what}.`)}>
+          <Action access={props.access} perm="translations.write" env={null} class="small" label={`Approve ${what}`} onClick={() => void props.onSave({ namespace: entry.namespace, key: entry.key, locale, value: stored, status: "translated" }, `Approved ${what}.`)}>
             Approve
-          </button>
+          </Action>
         )}
       </div>
     </td>

@@ -8,9 +8,11 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Alert, Link } from "../ui";
 import type { ProjectInfo } from "../frame";
+import type { Access } from "../access";
+import { Action } from "../widgets/guard";
 import { actions, message, trPage, trPath, type SharedRow, type SharedView } from "../widgets/translations";
 
-export function SharedEditor(props: { project: ProjectInfo; bundleId: number; query: URLSearchParams }) {
+export function SharedEditor(props: { project: ProjectInfo; bundleId: number; query: URLSearchParams; access: Access }) {
   const slug = props.project.slug;
   const [locale, setLocale] = useState(props.query.get("locale") ?? "");
   const [view, setView] = useState<SharedView | null>(null);
@@ -69,7 +71,7 @@ export function SharedEditor(props: { project: ProjectInfo; bundleId: number; qu
         </thead>
         <tbody>
           {view.rows.map((r) => (
-            <Row key={`${r.namespace}:${r.key}:${view.locale}:${r.override_value ?? ""}`} row={r} locale={view.locale} source={source} slug={slug} bundleId={view.id} onAct={act} />
+            <Row key={`${r.namespace}:${r.key}:${view.locale}:${r.override_value ?? ""}`} row={r} locale={view.locale} source={source} slug={slug} bundleId={view.id} access={props.access} onAct={act} />
           ))}
         </tbody>
       </table>
@@ -77,7 +79,7 @@ export function SharedEditor(props: { project: ProjectInfo; bundleId: number; qu
   );
 }
 
-function Row(props: { row: SharedRow; locale: string; source: string; slug: string; bundleId: number; onAct: (what: () => Promise<unknown>, done: string) => Promise<void> }) {
+function Row(props: { row: SharedRow; locale: string; source: string; slug: string; bundleId: number; access: Access; onAct: (what: () => Promise<unknown>, done: string) => Promise<void> }) {
   const { row, locale } = props;
   const [text, setText] = useState(row.override_value ?? "");
   const shared = row.values[locale];
@@ -100,22 +102,24 @@ function Row(props: { row: SharedRow; locale: string; source: string; slug: stri
         )}
       </td>
       <td>
-        <textarea aria-label={`Override of ${what} in ${locale}`} rows={2} style={{ width: "100%", font: "inherit" }} value={text} placeholder="not overridden" onInput={(e) => setText(e.currentTarget.value)} />
+        <textarea aria-label={`Override of ${what} in ${locale}`} rows={2} style={{ width: "100%", font: "inherit" }} value={text} placeholder="not overridden" readOnly={!props.access.can("translations.write", null)} onInput={(e) => setText(e.currentTarget.value)} />
         <div style={{ display: "flex", gap: "0.4rem" }}>
           {text.trim() !== "" && text !== (row.override_value ?? "") && !row.removed && (
-            <button type="button" class="small primary" onClick={() => void props.onAct(() => api("PUT", path, { namespace: row.namespace, key: row.key, locale, value: text }), `Override of ${what} saved.`)}>
+            <Action access={props.access} perm="translations.write" env={null} class="small primary" onClick={() => void props.onAct(() => api("PUT", path, { namespace: row.namespace, key: row.key, locale, value: text }), `Override of ${what} saved.`)}>
               Save override
-            </button>
+            </Action>
           )}
           {row.override_value != null && (
-            <button
-              type="button"
+            <Action
+              access={props.access}
+              perm="translations.write"
+              env={null}
               class="small"
-              aria-label={`Remove the override of ${what}`}
+              label={`Remove the override of ${what}`}
               onClick={() => void props.onAct(() => api("DELETE", `${path}?${new URLSearchParams({ namespace: row.namespace, key: row.key, locale })}`), `Override of ${what} removed.`)}
             >
               Remove override
-            </button>
+            </Action>
           )}
         </div>
       </td>

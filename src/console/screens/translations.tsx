@@ -9,6 +9,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Alert, Link } from "../ui";
 import type { SectionProps } from "../frame";
+import { Denied } from "../widgets/guard";
 import { KIND_LABEL, actions, message, trPage, trPath, type BundleSummary, type ProjectTranslations, type SharedBundle } from "../widgets/translations";
 
 export function Overview(props: SectionProps) {
@@ -29,6 +30,7 @@ export function Overview(props: SectionProps) {
   const act = actions(setError, setOk, load);
 
   if (!data) return error ? <Alert>{error}</Alert> : <p aria-busy="true">Loading translations…</p>;
+  const write = props.access.can("translations.write", null);
   const attached = data.shared.filter((s) => s.version);
   const estate = data.shared.filter((s) => !s.version);
   return (
@@ -77,10 +79,15 @@ export function Overview(props: SectionProps) {
       {estate.length === 0 ? <p class="muted">No estate-shared bundles.</p> : <SharedTable slug={slug} rows={estate} />}
 
       <h3>Package bundles attached</h3>
-      {attached.length === 0 ? <p class="muted">No package bundles attached.</p> : <SharedTable slug={slug} rows={attached} catalog={catalog} onAct={act} />}
-      <AttachForm slug={slug} catalog={catalog.filter((b) => b.kind === "package" && !attached.some((a) => a.id === b.id))} onAct={act} />
-
-      <NewBundleForm slug={slug} onAct={act} />
+      {attached.length === 0 ? <p class="muted">No package bundles attached.</p> : <SharedTable slug={slug} rows={attached} catalog={catalog} onAct={write ? act : undefined} />}
+      {write ? (
+        <>
+          <AttachForm slug={slug} catalog={catalog.filter((b) => b.kind === "package" && !attached.some((a) => a.id === b.id))} onAct={act} />
+          <NewBundleForm slug={slug} onAct={act} />
+        </>
+      ) : (
+        <Denied access={props.access} perm="translations.write" env={null} what="Creating bundles and attaching package bundles" />
+      )}
     </section>
   );
 }
@@ -88,6 +95,8 @@ export function Overview(props: SectionProps) {
 function SharedTable(props: { slug: string; rows: SharedBundle[]; catalog?: BundleSummary[]; onAct?: (what: () => Promise<unknown>, done: string) => Promise<void> }) {
   const [moveTo, setMoveTo] = useState<Record<number, string>>({});
   const packages = props.catalog !== undefined;
+  // Moving and detaching are offered to those who may write (onAct given); the version shows to all.
+  const movable = packages && props.onAct !== undefined;
   return (
     <table aria-label={packages ? "Attached package bundles" : "Estate-shared bundles"}>
       <thead>
@@ -97,7 +106,7 @@ function SharedTable(props: { slug: string; rows: SharedBundle[]; catalog?: Bund
           {packages && <th scope="col">Version</th>}
           <th scope="col">Keys</th>
           <th scope="col">Overrides</th>
-          {packages && <th scope="col">Move to</th>}
+          {movable && <th scope="col">Move to</th>}
         </tr>
       </thead>
       <tbody>
@@ -116,7 +125,7 @@ function SharedTable(props: { slug: string; rows: SharedBundle[]; catalog?: Bund
                 {s.overrides}
                 {s.removed > 0 && <span class="tag tag-warn">{s.removed} removed</span>}
               </td>
-              {packages && (
+              {movable && (
                 <td>
                   <form
                     onSubmit={(e) => {
