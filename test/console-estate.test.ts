@@ -2,8 +2,8 @@
  * The estate pages in a real browser (Debian's chromium through playwright-core): an estate owner
  * adds a person and disables another (whose session stops working at once, then works again once
  * enabled), administers the status page (a component set degraded shows as an ongoing incident;
- * the reason stays off the public page), publishes a CLI release and makes an install line that
- * the installer redeems; a developer reads a notification, is taken to its page, and turns the
+ * the reason stays off the public page), publishes a CLI release and makes an install command whose
+ * code the installer redeems; a developer reads a notification, is taken to its page, and turns the
  * kind off for the console. The top bar offers the estate pages only to those allowed.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
@@ -97,7 +97,7 @@ describe("the estate pages in chromium", () => {
     await context.close();
   });
 
-  test("CLI: publish a release, make an install line the installer redeems", async () => {
+  test("CLI: publish a release, make an install command the installer redeems", async () => {
     const context = await watchedContext(browser);
     const page = await context.newPage();
     await page.goto(`${t.url}/cli`);
@@ -111,10 +111,10 @@ describe("the estate pages in chromium", () => {
     await page.getByText("Published 1.4.0 for linux-x64.").waitFor();
     await page.locator("table.releases tbody tr").first().getByRole("link", { name: "1.4.0" }).waitFor();
 
-    await page.getByRole("button", { name: "Make an install line" }).click();
-    const line = await page.getByLabel("Install line").inputValue();
+    await page.getByRole("button", { name: "Make an install command" }).click();
+    const line = await page.getByLabel("Install command").inputValue();
     const code = /Bearer (opsi_[A-Za-z0-9]+)/.exec(line)?.[1];
-    expect(line).toEndWith(`${t.url}/api/v1/cli/install.sh | sh`);
+    expect(line).toEndWith(`'${t.url}/api/v1/cli/install.sh' | sh`);
     await shot(page, "cli");
     const script = await fetch(`${t.url}/api/v1/cli/install.sh`, { headers: { authorization: `Bearer ${code}` } });
     expect(script.status).toBe(200);
