@@ -19,6 +19,7 @@ import { translationsModule } from "./translations";
 import { observabilityModule } from "./observability";
 import { modulesModule } from "./modules";
 import { mcpModule } from "./mcp";
+import { backupsModule } from "./backups";
 import { consoleModule } from "../console/module";
 
 export const DOMAINS: readonly DomainModule[] = [
@@ -38,5 +39,6 @@ export const DOMAINS: readonly DomainModule[] = [
   observabilityModule,
   modulesModule,
   mcpModule,
+  backupsModule,
   consoleModule,
 ];

@@ -6,7 +6,7 @@ import { and, eq, isNull, or } from "drizzle-orm";
 import type { Core } from "../../core/core";
 import type { Queryable, Tx } from "../../core/db/client";
 import { uuidv7 } from "../../core/ids";
-import { memberships, operators } from "./tables";
+import { memberships, operators, roles } from "./tables";
 import type { MembershipRow } from "./rows";
 
 /** Insert or change the operator's membership in `projectId` (null = estate-wide) inside `t`. */
@@ -20,6 +20,19 @@ export function upsertMembership(core: Core, t: Tx, operatorId: string, projectI
   const now = core.clock.now();
   const row = t.insert(memberships).values({ id: uuidv7(now), operatorId, projectId, roleId, scope: projectId ?? "", createdAt: now }).returning().get();
   return { row, created: true };
+}
+
+/** The people estate notices go to: persons holding `permission` estate-wide, not suspended. */
+export function estatePeople(q: Queryable, permission: string): string[] {
+  return q
+    .selectDistinct({ id: operators.id, permissions: roles.permissions })
+    .from(memberships)
+    .innerJoin(operators, eq(operators.id, memberships.operatorId))
+    .innerJoin(roles, eq(roles.id, memberships.roleId))
+    .where(and(isNull(memberships.projectId), eq(operators.kind, "person"), isNull(operators.suspendedAt)))
+    .all()
+    .filter((r) => (JSON.parse(r.permissions) as string[]).includes(permission))
+    .map((r) => r.id);
 }
 
 /**

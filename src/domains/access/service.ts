@@ -5,7 +5,7 @@ export { createProject, findProjectRow, assertNotArchived, SLUG_PATTERN, DEFAULT
 export { createOperator, insertOperator, findOperator, findOperatorByEmail, hashPassword, type CreateOperatorInput } from "./operators";
 export { addOperator, updateOperator } from "./operator-admin";
 export { ensureFixedRoles, fixedRole, findRole } from "./roles";
-export { upsertMembership, projectPeople } from "./memberships";
+export { upsertMembership, projectPeople, estatePeople } from "./memberships";
 export { insertSession, sessionEndsAt } from "./sessions";
 export { signIn } from "./signin";
 export { mintTokenIn, insertToken, assertMintable, isMintable, overCarry, resolveMintTarget, expiryFor, type MintRequest, type TokenKind } from "./tokens";

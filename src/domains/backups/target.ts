@@ -29,6 +29,8 @@ export interface BackupTarget {
   getFile(key: string, file: string): Promise<void>;
   /** Every key under `prefix`. */
   list(prefix: string): Promise<string[]>;
+  /** Every key under `prefix` with when it was written. */
+  listAged(prefix: string): Promise<Array<{ key: string; modifiedMs: number }>>;
   delete(key: string): Promise<void>;
 }
 
@@ -123,6 +125,9 @@ export class DirTarget implements BackupTarget {
     if (existsSync(base) && statSync(base).isDirectory()) walk(base, "");
     return out.sort();
   }
+  async listAged(prefix: string): Promise<Array<{ key: string; modifiedMs: number }>> {
+    return (await this.list(prefix)).map((key) => ({ key, modifiedMs: statSync(this.at(key)).mtimeMs }));
+  }
   async delete(key: string): Promise<void> {
     rmSync(this.at(key), { force: true });
   }
@@ -156,15 +161,18 @@ export class S3Target implements BackupTarget {
     await Bun.write(file, f);
   }
   async list(prefix: string): Promise<string[]> {
-    const out: string[] = [];
+    return (await this.listAged(prefix)).map((o) => o.key);
+  }
+  async listAged(prefix: string): Promise<Array<{ key: string; modifiedMs: number }>> {
+    const out: Array<{ key: string; modifiedMs: number }> = [];
     let token: string | undefined;
     for (;;) {
       const res = await this.client.list({ prefix: this.prefix + prefix, maxKeys: 1000, continuationToken: token });
-      for (const o of res.contents ?? []) out.push(o.key.slice(this.prefix.length));
+      for (const o of res.contents ?? []) out.push({ key: o.key.slice(this.prefix.length), modifiedMs: o.lastModified ? new Date(o.lastModified).getTime() : 0 });
       if (!res.isTruncated || !res.nextContinuationToken) break;
       token = res.nextContinuationToken;
     }
-    return out.sort();
+    return out.sort((a, b) => a.key.localeCompare(b.key));
   }
   async delete(key: string): Promise<void> {
     await this.client.delete(this.prefix + safeKey(key));

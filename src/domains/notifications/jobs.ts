@@ -32,6 +32,12 @@ export function renderMail(core: Core, row: typeof mailOutbox.$inferSelect): { s
   const params = JSON.parse(row.params) as Record<string, unknown>;
   const lines = Object.entries(params).map(([k, v]) => `  ${k}: ${String(v)}`);
   const link = row.link ? `\n${core.config.publicUrl}${row.link}\n` : "";
+  if (row.project === "") {
+    return {
+      subject: `[ops] estate: ${label}`,
+      text: `${label} (${row.kind}).\n\n${lines.join("\n")}\n${link}\nEstate notices go to everyone who manages the estate.\n`,
+    };
+  }
   return {
     subject: `[ops] ${row.project}: ${label}`,
     text: `${label} (${row.kind}) in project ${row.project}.\n\n${lines.join("\n")}\n${link}\nChange which notices reach you by email in the project's notification settings.\n`,

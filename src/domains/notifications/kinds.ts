@@ -11,6 +11,14 @@ export const NOTIFICATION_KINDS = [
   { kind: "certificate.failing", label: "A certificate could not be issued or renewed" },
 ] as const;
 
+/**
+ * Kinds about the estate rather than a project (docs/decisions/0384): they go to the people who
+ * manage the estate, in-app and by email when OPS_SMTP_URL is set, and have no project settings.
+ */
+export const ESTATE_NOTIFICATION_KINDS = [{ kind: "backup.failing", label: "Backups are failing" }] as const;
+
+export type EstateNotificationKind = (typeof ESTATE_NOTIFICATION_KINDS)[number]["kind"];
+
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number]["kind"];
 
 const KINDS: ReadonlySet<string> = new Set(NOTIFICATION_KINDS.map((k) => k.kind));
@@ -20,7 +28,7 @@ export function isNotificationKind(s: string): s is NotificationKind {
 }
 
 export function labelOf(kind: string): string {
-  return NOTIFICATION_KINDS.find((k) => k.kind === kind)?.label ?? kind;
+  return [...NOTIFICATION_KINDS, ...ESTATE_NOTIFICATION_KINDS].find((k) => k.kind === kind)?.label ?? kind;
 }
 
 /** Channel defaults when a member has not chosen: in-app on, email off. */

@@ -9,9 +9,9 @@ import type { Tx } from "../../core/db/client";
 import { OpsError } from "../../core/errors";
 import { iso } from "../../core/clock";
 import { uuidv7 } from "../../core/ids";
-import { projectPeople } from "../access/service";
+import { estatePeople, projectPeople } from "../access/service";
 import { notices, notificationSettings, mailOutbox } from "./tables";
-import { isNotificationKind, DEFAULT_CHANNELS, type NotificationKind } from "./kinds";
+import { isNotificationKind, DEFAULT_CHANNELS, type EstateNotificationKind, type NotificationKind } from "./kinds";
 import type { NotificationResponse } from "./model";
 
 export const DELIVER_EMAIL = "notifications.deliver-email";
@@ -58,6 +58,31 @@ export function notify(core: Core, t: Tx, event: NotifyEvent): void {
       core.scheduler.enqueue(t, DELIVER_EMAIL, { outbox: id }, { dedupeKey: `mail:${id}` });
     }
   }
+}
+
+/**
+ * An estate notice (`backup.failing`) for everyone who may manage the estate, inside `t`: in-app
+ * always, by email when OPS_SMTP_URL is set. Its project is empty: no project's settings apply.
+ */
+export function notifyEstate(core: Core, t: Tx, event: { kind: EstateNotificationKind; params: Record<string, string | number | boolean>; link?: string | null }): number {
+  const now = core.clock.now();
+  const params = JSON.stringify(event.params);
+  const link = event.link ?? null;
+  const people = estatePeople(t, "estate.manage");
+  for (const operatorId of people) {
+    t.insert(notices).values({ id: uuidv7(now), operatorId, projectId: "", project: "", kind: event.kind, params, link, createdAt: now }).run();
+    if (core.config.smtpUrl !== null) {
+      const id = uuidv7(now);
+      t.insert(mailOutbox).values({ id, operatorId, project: "", kind: event.kind, params, link, createdAt: now }).run();
+      core.scheduler.enqueue(t, DELIVER_EMAIL, { outbox: id }, { dedupeKey: `mail:${id}` });
+    }
+  }
+  return people.length;
+}
+
+/** When the newest estate notice of `kind` was made (ms), or null. */
+export function lastEstateNoticeAt(core: Core, kind: EstateNotificationKind): number | null {
+  return core.db.select({ at: notices.createdAt }).from(notices).where(and(eq(notices.kind, kind), eq(notices.projectId, ""))).orderBy(desc(notices.createdAt)).limit(1).get()?.at ?? null;
 }
 
 function view(n: typeof notices.$inferSelect): NotificationResponse {

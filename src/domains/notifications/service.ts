@@ -2,5 +2,5 @@
  * The notifications domain's public surface. Other domains call `notify(core, t, event)` inside
  * the transaction of the change the notice is about.
  */
-export { notify, type NotifyEvent } from "./notices";
-export { NOTIFICATION_KINDS, isNotificationKind, type NotificationKind } from "./kinds";
+export { notify, notifyEstate, lastEstateNoticeAt, type NotifyEvent } from "./notices";
+export { NOTIFICATION_KINDS, ESTATE_NOTIFICATION_KINDS, isNotificationKind, type NotificationKind, type EstateNotificationKind } from "./kinds";
