@@ -2,7 +2,8 @@
  * Authorization matrix rows of the deployments domain (issue 11): deploy and rollback a service
  * (`deployments.deploy` in the service's environment, so environment policies apply: the
  * `policyRestricted` column keeps only deployments.read in production and is refused a deploy
- * there, allowed in staging) and the timeline (`deployments.read`).
+ * there, allowed in staging), the timeline (`deployments.read`), and the ingress's counters
+ * (`estate.manage`).
  *
  * Every allowed caller deploys a fresh service of its own with a signed image of it (201: the
  * rollout is recorded; the scheduler does not run here), and rolls back a fresh service that
@@ -50,6 +51,7 @@ const ROWS: MatrixRow[] = [
     path: (w) => `${P(w)}/resources/service/${w.vars.service}/rollback?environment=staging`,
     status: 404,
   }),
+  guarded("GET /api/v1/admin/ingress", "estate.manage", "estate", { path: () => "/api/v1/admin/ingress", status: 200 }),
 ];
 
 registerMatrixDomain({ tags: ["deployments"], rows: ROWS });

@@ -260,8 +260,11 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
         }
         nextRequest(ctx, c);
       } catch (e) {
-        if (c.ex) fail(ctx, c.ex, badRequestPage(e instanceof HttpError ? e.status : 400, (e as Error).message));
-        else refuse(ctx, c, e);
+        // A body ops cannot frame (a malformed chunk) is a bad request like a malformed head.
+        if (c.ex) {
+          ctx.metrics.badRequests++;
+          fail(ctx, c.ex, badRequestPage(e instanceof HttpError ? e.status : 400, (e as Error).message));
+        } else refuse(ctx, c, e);
       } finally {
         if (c.borrowed) {
           c.borrowed = false;

@@ -91,4 +91,24 @@ export const TimelineQuery = t.Object({
   limit: t.Optional(IntParam({ minimum: 1, maximum: 500, description: "1 to 500, default 50" })),
 });
 
-export const deploymentsModels = { DeployRequest, RollbackRequest, DeploymentResponse, BuildSummary, DeploymentSummary, TimelineRow, ErrorBody };
+const count = (description: string) => t.Integer({ minimum: 0, description });
+
+/** What the ingress counted since ops started (decision 0247): connections, requests, and each limit it enforced. */
+export const IngressReport = t.Object({
+  listen: nullable(t.String(), "The plain listener's URL; null while it does not listen"),
+  tls_listen: nullable(t.String(), "The HTTPS listener's URL; null while it does not listen"),
+  connections_open: count("Client connections open now"),
+  connections_accepted: count("Client connections accepted"),
+  refused_per_address: count("Connections refused with a 503: their address held OPS_INGRESS_MAX_CONN_PER_IP already"),
+  refused_total: count("Connections refused with a 503: OPS_INGRESS_MAX_CONNECTIONS were open"),
+  requests: count("Requests sent on to a replica"),
+  bad_requests: count("Requests refused as malformed or ambiguous (400, 405, 431), the connection closed"),
+  head_timeouts: count("Heads not whole within OPS_INGRESS_HEADER_TIMEOUT (408)"),
+  idle_timeouts: count("Connections closed after sending nothing for the idle timeout"),
+  body_timeouts: count("Request bodies that sent nothing for OPS_INGRESS_BODY_TIMEOUT (408, or the connection cut)"),
+  credentials_stripped: count("Requests from which ops's session cookie or an ops credential was removed"),
+  upstream_failures: count("Replicas that failed a request, or answered what could not be relayed"),
+});
+export type IngressReport = typeof IngressReport.static;
+
+export const deploymentsModels = { DeployRequest, RollbackRequest, DeploymentResponse, BuildSummary, DeploymentSummary, TimelineRow, IngressReport, ErrorBody };

@@ -1,6 +1,7 @@
 /**
  * Deployment routes: deploy and rollback a service (`deployments.deploy`, in the service's
- * environment, so environment policies apply) and the timeline (`deployments.read`).
+ * environment, so environment policies apply), the timeline (`deployments.read`), and what the
+ * ingress that serves the deployed services counted (`estate.manage`: it is the estate's).
  */
 import { Elysia, t } from "elysia";
 import type { Core, ProjectRef } from "../../core/core";
@@ -11,6 +12,7 @@ import { invalid } from "../../core/errors";
 import { jsonBodyOf } from "../../core/body";
 import { deployService, rollbackService } from "./deploy";
 import { listTimeline } from "./timeline";
+import { ingressReport } from "./ingress-report";
 
 const ServiceParams = t.Object({ slug: t.String(), name: t.String() });
 const DeployQuery = t.Object({
@@ -77,5 +79,10 @@ export function deploymentsRoutes(core: Core) {
         detail: { summary: "Roll a service back to a digest, by default the newest healthy one that is not current" },
         response: { 201: "DeploymentResponse", ...errors(401, 403, 404, 409, 422) },
       },
-    );
+    )
+    .get("/admin/ingress", () => ingressReport(core), {
+      permission: "estate.manage",
+      detail: { summary: "What the ingress counted since ops started: connections, requests, and each limit it enforced" },
+      response: { 200: "IngressReport", ...errors(401, 403) },
+    });
 }
