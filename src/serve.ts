@@ -9,6 +9,8 @@ import type { Config } from "./core/config";
 import { createCore, createHttpApp, closeCore, modulesOf, maxBodyLimit, type CoreOptions, type HttpApp } from "./app";
 import type { Core } from "./core/core";
 import { startIngress, startIngressTls } from "./adapters/ingress";
+import type { PemPair } from "./adapters/ingress/tls";
+import { setOwnCertificateSink } from "./domains/certificates/service";
 
 export interface RunningServer {
   core: Core;
@@ -26,16 +28,34 @@ export interface RunningServer {
 
 export async function startServer(config: Config, opts: CoreOptions & { installSignals?: boolean } = {}): Promise<RunningServer> {
   const core = createCore(config, opts);
+  // OPS_TLS=acme (decision 0345): ops's own listener serves HTTPS once its certificate is here; a
+  // new or renewed certificate starts a listener beside the old one (SO_REUSEPORT), and the old
+  // one stops taking connections and finishes those it has.
+  let app: HttpApp | null = null;
+  let own: PemPair | null = null;
+  const listenOwn = () => {
+    const old = app!.server;
+    app!.listen({ hostname: config.listen.host, port: old?.port ?? config.listen.port, maxRequestBodySize: maxBodyLimit(core), idleTimeout: 120, reusePort: config.tls === "acme", ...(own ? { tls: { cert: own.cert, key: own.key } } : {}) });
+    if (old) void old.stop(false);
+    if (own) core.log.info("ops's own listener serves HTTPS", { public_url: config.publicUrl });
+  };
+  if (config.tls === "acme") {
+    setOwnCertificateSink(core, (pair) => {
+      own = pair;
+      if (app?.server) listenOwn();
+    });
+  }
   for (const m of modulesOf(core)) await m.onServe?.(core);
-  const app = createHttpApp(core);
-  app.listen({ hostname: config.listen.host, port: config.listen.port, maxRequestBodySize: maxBodyLimit(core), idleTimeout: 120 });
-  const server = app.server;
-  if (!server) throw new Error("the HTTP server did not start");
+  app = createHttpApp(core);
+  listenOwn();
+  if (!app.server) throw new Error("the HTTP server did not start");
+  if (config.tls === "acme" && !own) core.log.warn("ops's own listener serves plain HTTP until its certificate is issued", { public_url: config.publicUrl });
   const plainIngress = startIngress(core);
   const ingress = (await startIngressTls(core)) ?? plainIngress;
   core.scheduler.start();
   core.state.ready = true;
-  const url = `http://${config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host}:${server.port}`;
+  const port = app.server.port ?? config.listen.port;
+  const url = `http://${config.listen.host.includes(":") ? `[${config.listen.host}]` : config.listen.host}:${port}`;
   core.log.info("ops is serving", { listen: url, public_url: config.publicUrl, data_dir: config.dataDir, version: core.version });
 
   let closing: Promise<void> | null = null;
@@ -45,6 +65,7 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
       core.log.info("shutting down", { reason });
       core.state.draining = true;
       const grace = config.shutdownGraceMs;
+      const server = app!.server!;
       const stopped = server.stop(false);
       const ingressStopped = ingress?.stop(grace);
       const timedOut = await Promise.race([stopped.then(() => false), Bun.sleep(grace).then(() => true)]);
@@ -73,5 +94,5 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
     process.once("SIGTERM", () => onSignal("SIGTERM"));
     process.once("SIGINT", () => onSignal("SIGINT"));
   }
-  return { core, app, url, port: server.port ?? config.listen.port, ingressUrl: ingress?.address?.url ?? null, ingressTlsUrl: ingress?.tlsAddress?.url ?? null, shutdown };
+  return { core, app, url, port, ingressUrl: ingress?.address?.url ?? null, ingressTlsUrl: ingress?.tlsAddress?.url ?? null, shutdown };
 }
