@@ -16,7 +16,7 @@ import type { OpsDeclaration } from "./ops-toml";
 export { PUSH, type PushEvent } from "./events";
 export { parseOpsToml, OpsTomlError, OPS_TOML, type OpsDeclaration, type ServiceDeclaration, type StepDeclaration, type OperationalSettings } from "./ops-toml";
 export { findSourceByRepo, repoRefOf, requireHost, type SourceRow } from "./connections";
-export type { CodeHost, CommitInfo, RepoRef } from "../../adapters/codehost/types";
+export type { CodeHost, CommitInfo, DeploymentStatusInput, RepoRef } from "../../adapters/codehost/types";
 
 /** The Core's code host (whichever it is); `requireHost` for the 503 when it is not configured. */
 export function hostOf(core: Core): CodeHost {
