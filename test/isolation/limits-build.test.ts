@@ -9,8 +9,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import type { TestApp } from "../harness";
 import { buildsApp, buildWorld, drain, getBuild, logText, manualBuild, SAMPLE_APP, type BuildWorld } from "../builds-fixtures";
 import { pushTree } from "./files-support";
+import { sandboxArgv } from "../../src/adapters/sandbox/bwrap";
+import { findSandboxTools } from "../../src/adapters/sandbox/users";
 
 const PIDS = 64;
+const PTRACE_NR = process.arch === "arm64" ? 117 : 101;
+const MOUNT_NR = process.arch === "arm64" ? 40 : 165;
 const TMP_MB = 16;
 
 let t: TestApp;
@@ -29,6 +33,15 @@ const BRANCHES: Record<string, string[]> = {
   // Past the /tmp tmpfs (OPS_SANDBOX_TMP_MB=16), then within it.
   "tmp-full": [...dist, `head -c ${TMP_MB * 2 * 1024 * 1024} /dev/zero > /tmp/fill.bin || { echo "write failed"; exit 7; }`],
   "tmp-fits": [...dist, `head -c ${(TMP_MB / 2) * 1024 * 1024} /dev/zero > /tmp/fill.bin && echo "wrote $(stat -c %s /tmp/fill.bin)"`],
+  // Syscalls a build has no use for: a user namespace (root-like powers inside it), ptrace, mount.
+  seccomp: [
+    ...dist,
+    "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status",
+    "unshare -r true; echo unshare=$?",
+    "unshare -r mount -t tmpfs none /tmp; echo unshare-mount=$?",
+    `perl -e '$r = syscall(${PTRACE_NR}, 0, 0, 0, 0); print "ptrace=$r errno=" . ($!+0) . "\\n"'`,
+    `perl -e 'my ($s, $t, $f) = ("none", "/tmp", "tmpfs"); $r = syscall(${MOUNT_NR}, $s, $t, $f, 0, 0); print "mount=$r errno=" . ($!+0) . "\\n"'`,
+  ],
   // 3 MiB that do not compress, with OPS_IMAGE_MAX_MB=1.
   "big-image": [...dist, "head -c 3145728 /dev/urandom > dist/blob.bin"],
 };
@@ -102,6 +115,29 @@ describe("/tmp (OPS_SANDBOX_TMP_MB)", () => {
     const b = await getBuild(w, ids["tmp-fits"]!);
     expect(b.status).toBe("healthy");
     expect(await logText(w, b.id)).toContain(`wrote ${(TMP_MB / 2) * 1024 * 1024}`);
+  });
+});
+
+describe("seccomp and no_new_privs", () => {
+  test("a build runs with no_new_privs under a filter; unshare -r, ptrace and mount fail with EPERM", async () => {
+    const b = await getBuild(w, ids.seccomp!);
+    const log = await logText(w, b.id);
+    expect(b.status).toBe("healthy");
+    expect(log).toMatch(/NoNewPrivs:\s+1/);
+    expect(log).toMatch(/Seccomp:\s+2/);
+    expect(log).toContain("unshare failed: Operation not permitted");
+    expect(log).toContain("unshare=1");
+    expect(log).toContain("unshare-mount=1");
+    expect(log).toContain("ptrace=-1 errno=1");
+    expect(log).toContain("mount=-1 errno=1");
+  });
+
+  test("control: without the filter, the same sandbox lets unshare -r and ptrace through (so the test above can fail)", () => {
+    const tools = findSandboxTools();
+    if (typeof tools === "string") throw new Error(tools);
+    const argv = sandboxArgv(tools, { mounts: [], chdir: "/", seccomp: false }, ["/bin/sh", "-c", `unshare -r true; echo unshare=$?; perl -e '$r = syscall(${PTRACE_NR}, 0, 0, 0, 0); print "ptrace=$r\\n"'`]);
+    const p = Bun.spawnSync(argv, { env: { PATH: "/usr/bin:/bin" } });
+    expect(p.stdout.toString()).toBe("unshare=0\nptrace=0\n");
   });
 });
 

@@ -9,6 +9,8 @@ import { createTestApp, expectStatus, tempDir, type TestApp } from "../harness";
 import { makePerson, makeProject, mintToken } from "../fixtures";
 import { defaultHostOf, listenIngress, pushApp, viaIngress } from "../deploy-fixtures";
 import { until } from "../runtime-fixtures";
+import { readFileSync } from "node:fs";
+import { descendants } from "../../src/adapters/runtime/process";
 import { serviceLogLines } from "../../src/domains/deployments/service";
 
 const MEMORY_MB = 128;
@@ -46,6 +48,15 @@ describe("a replica without limits.memory_mb", () => {
     expect(replica.memory.how).toMatch(/^cgroup-v[12]$/);
     expect(replica.not_enforced).toEqual([]);
     expect(s.status.detail.not_enforced).toEqual([]);
+  });
+
+  test("it runs with no_new_privs under the seccomp filter", async () => {
+    const [replica] = (await service()).status.detail.replicas;
+    const app = descendants(replica.pid).find((p) => p.comm === "node");
+    expect(app).toBeDefined();
+    const status = readFileSync(`/proc/${app!.pid}/status`, "utf8");
+    expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
+    expect(status).toMatch(/^Seccomp:\s+2$/m);
   });
 
   test("its /tmp is a sized tmpfs: writing past it fails with ENOSPC", async () => {

@@ -24,6 +24,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, type Stats
 import path from "node:path";
 import { descendants } from "../runtime/process";
 import { joinArgv, joinFile, JOIN_SHELL } from "./cgroups";
+import { SECCOMP_FD, seccompFile, seccompOpenArgv } from "./seccomp";
 import { dropPrivilegesArgv, runsAsRoot, SANDBOX_GID, SANDBOX_UID, HOST_UNPRIVILEGED_ID, type SandboxTools } from "./users";
 
 export interface Mount {
@@ -55,6 +56,8 @@ export interface SandboxOptions {
   tmpSizeMb?: number;
   /** cgroup.procs of a memory group to join before anything runs (through `tasks` on v1: see cgroups.ts `joinFile`). */
   cgroupProcs?: string | null;
+  /** The seccomp filter (seccomp.ts); default on, off only for a test's control run. */
+  seccomp?: boolean;
   /** Join files of further groups (a v1 pids group: sandbox/pids.ts) joined first, before anything else. */
   joinFirst?: readonly string[];
 }
@@ -180,9 +183,11 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   for (const h of opts.hide ?? []) {
     if (existsSync(h) && (HOST_TREES.some((t) => isInside(h, t)) || HOST_ETC.some((t) => isInside(h, t)))) bwrap.push("--perms", "0000", "--tmpfs", h, "--remount-ro", h);
   }
+  const filter = opts.seccomp === false ? null : seccompFile();
+  if (filter) bwrap.push("--seccomp", String(SECCOMP_FD));
   bwrap.push("--chdir", opts.chdir, "--", ...argv);
 
-  const first = (opts.joinFirst ?? []).flatMap((f) => joinArgv(f));
+  const first = [...(filter ? seccompOpenArgv(filter) : []), ...(opts.joinFirst ?? []).flatMap((f) => joinArgv(f))];
   const drop = asRoot ? dropPrivilegesArgv(tools.setpriv as string, opts.hostUser ?? { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID }) : [];
   if (privateImage) {
     ensureMountPoint();
