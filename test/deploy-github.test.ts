@@ -12,6 +12,8 @@ import { FakeGithub } from "./fake-github";
 import { FixedClock } from "../src/core/clock";
 import { buildsDataDir, drain, SAMPLE_APP } from "./builds-fixtures";
 import { projectWithOwner, type ProjectCtx } from "./resources-helpers";
+import { eq } from "drizzle-orm";
+import { deployments } from "../src/domains/deployments/tables";
 
 setDefaultTimeout(120_000);
 
@@ -82,5 +84,16 @@ describe("rollouts on the GitHub App host", () => {
     expect(deps.map((d) => d.sha)).toEqual([first, second, first]);
     expect(statusesOf(deps[2].id)).toEqual(["in_progress", "success"]);
     expect(back.trigger).toBe("rollback");
+  });
+
+  test("GitHub refusing the deployment (at the start and again at the end) leaves the ids null and the rollout healthy; the refusal is logged", async () => {
+    const before = gh.repo("acme/shop").deployments.length;
+    gh.failNext({ status: 409, times: 2, path: /\/repos\/acme\/shop\/deployments$/, body: { message: "Conflict: Commit status checks failed for main." } });
+    const back = await expectStatus<any>(await ctx.req("POST", "/resources/service/web/rollback", {}), 201);
+    await drain(t);
+    const row = t.core.db.select().from(deployments).where(eq(deployments.id, back.id)).get()!;
+    expect(row).toMatchObject({ rollout: "healthy", hostDeploymentId: null, hostStatusId: null });
+    expect(gh.repo("acme/shop").deployments).toHaveLength(before);
+    expect(t.logs.some((l) => l.includes("rollout not reported to the code host") && l.includes(`"deployment":${back.id}`))).toBe(true);
   });
 });
