@@ -21,6 +21,8 @@ import { GOING_AWAY } from "./ws-frames";
 import { trustedProxies } from "./forwarded";
 import { endClient, listen, writeClient } from "./listener";
 import { closeIdle } from "./pool";
+import { fail } from "./exchange";
+import { badRequestPage } from "./pages";
 import { CertStore, HostSet, listenTls, plainAnswers, type PlainAnswerState, type TlsListener } from "./tls";
 import type { Client, Ctx, IngressMetrics } from "./types";
 
@@ -208,7 +210,11 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
           c.tunnel.socket.end();
           endClient(c);
         } else if (c.ex === null) endClient(c);
-        else c.closeAfter = true;
+        else if (c.peerEnded && !c.ex.answered) {
+          // Decision 0248: a client that half-closed before its answer started may have left for
+          // good (the two look alike); shutdown does not wait on a replica for it.
+          fail(ctx, c.ex, badRequestPage(503, "the server is shutting down"));
+        } else c.closeAfter = true;
       }
       const end = Date.now() + graceMs;
       while (ctx.exchanges.size > 0 && Date.now() < end) await Bun.sleep(10);
