@@ -2,7 +2,7 @@
  * The repositories of the fake GitHub (test/fake-github.ts): bare git repositories in a temp
  * directory, driven by the real `git` CLI, so trees, blobs, commits, merges and conflicts are
  * git's own. Each handler answers one documented GitHub REST call with GitHub's JSON shape and
- * status codes (docs/decisions.md, "Sources: the GitHub App host", lists them).
+ * status codes (docs/decisions/0412-sources-github-app-host.md lists them).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

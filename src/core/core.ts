@@ -5,6 +5,7 @@
  * The kernel knows no domain. Domains plug in through `DomainModule` (routes, jobs, start-up work,
  * body limits, error styles) and the access domain fills the `access` hooks (authentication,
  * project lookup, grants) that the authorization macro calls.
+ * Decisions: docs/decisions/0401-kernel.md.
  */
 import type { Database } from "bun:sqlite";
 import type { AnyElysia } from "elysia";

@@ -12,6 +12,7 @@
  * The scope of the check: an Estate key is evaluated estate-wide; a route with a `:slug` (or a
  * custom `project` resolver) in that project and environment; any other route "anywhere" (held
  * in at least one project; the service narrows per project).
+ * Decisions: docs/decisions/0400-authorization.md.
  */
 import { Elysia } from "elysia";
 import type { Core, ProjectRef, Credentials } from "../core";

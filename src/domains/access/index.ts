@@ -1,6 +1,7 @@
 /**
  * The access domain module: installs the authentication hooks and fixed roles, batches
  * last-seen writes, bootstraps the estate owner under `serve`.
+ * Decisions: docs/decisions/0405-access.md.
  */
 import type { DomainModule } from "../../core/core";
 import { accessHooks, flushTouches } from "./authn";

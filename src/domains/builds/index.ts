@@ -4,6 +4,7 @@
  * them. Under `ops serve` it generates the estate's image-signing key (keys/signing.pem) when
  * there is none, and settles builds a stopped server left running before the scheduler starts.
  * On close, running process steps are stopped and their builds recorded as failed.
+ * Decisions: docs/decisions/0414-builds.md and 0410-builder-images-signing.md.
  */
 import type { DomainModule } from "../../core/core";
 import { PUSH } from "../sources/service";

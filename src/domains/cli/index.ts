@@ -1,6 +1,7 @@
 /**
  * The CLI domain module: releases of the ops binary, install codes, the installer. Release
  * uploads may be as large as OPS_MAX_RELEASE_BYTES.
+ * Decisions: docs/decisions/0403-device-login-cli-status.md.
  */
 import type { DomainModule } from "../../core/core";
 import { lt } from "drizzle-orm";

@@ -3,6 +3,7 @@
  * the reconcile of services on the scheduler; the runtime's output and state sinks; the resource
  * hooks that carry service, domain and secret-group changes to what runs; and, under `ops serve`,
  * every service that was running started again.
+ * Decisions: docs/decisions/0417-deployments.md and 0408-delivery-loop-shared-pieces.md.
  */
 import type { DomainModule } from "../../core/core";
 import { runtimeOf } from "../../adapters/runtime";

@@ -2,7 +2,7 @@
  * The timeline (`GET /deployments`): what happened to a project's services in one environment,
  * newest first — builds on their way to an image and the rollouts of digests — one row each, a
  * build and the rollout it started folded into one row. `state` is the spec's vocabulary;
- * `state_text` says it in a sentence (see docs/decisions.md, Deployments).
+ * `state_text` says it in a sentence (see docs/decisions/0417-deployments.md).
  */
 import { and, desc, eq } from "drizzle-orm";
 import type { Core, ProjectRef } from "../../core/core";

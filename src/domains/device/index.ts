@@ -1,6 +1,7 @@
 /**
  * The device domain module: device login routes, the poll's own error format, and the
  * `device.expire-grants` task.
+ * Decisions: docs/decisions/0403-device-login-cli-status.md.
  */
 import type { DomainModule } from "../../core/core";
 import type { NormalisedError } from "../../core/errors";

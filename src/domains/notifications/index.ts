@@ -1,4 +1,7 @@
-/** The notifications domain module: feed and settings routes, email delivery items. */
+/**
+ * The notifications domain module: feed and settings routes, email delivery items.
+ * Decisions: docs/decisions/0406-notifications.md.
+ */
 import type { DomainModule } from "../../core/core";
 import { notificationRoutes } from "./routes";
 import { defineNotificationJobs } from "./jobs";

@@ -2,7 +2,7 @@
  * Log search: the newest `limit` lines matching the filters and a case-insensitive substring `q`
  * of the message or target.
  *
- * The plan (docs/decisions.md, "Log search"): segments are read newest first and the search stops
+ * The plan (docs/decisions/0415-observability.md, "Log search"): segments are read newest first and the search stops
  * as soon as it has `limit` lines. In each segment a `q` of three or more characters goes through
  * the segment's trigram index — every trigram of `q` must be in the line — walked in descending row
  * id, which is descending time (keys.ts), so FTS5 streams candidates newest first and stops early
@@ -53,7 +53,7 @@ const PAGE = 500;
 /**
  * Trigrams used from a long `q`, spread over it. More is not better: each one more is another
  * posting list to walk, and for a phrase of common words six measured faster than twelve or all
- * (docs/decisions.md, "Log search").
+ * (docs/decisions/0415-observability.md, "Log search").
  */
 const MAX_TRIGRAMS = 6;
 

@@ -4,7 +4,7 @@
  * `target \n message`. The catalog is `log_segments`; the writer creates a new segment when the
  * newest one is full (rows) or a day old, so retention and eviction drop whole segments (a DROP
  * TABLE, not millions of index deletes), and a search reads newest segments first and stops when
- * it has enough lines. docs/decisions.md ("Log search") explains the plan and its measurements.
+ * it has enough lines. docs/decisions/0415-observability.md ("Log search") explains the plan and its measurements.
  */
 import type { Database } from "bun:sqlite";
 

@@ -1,6 +1,7 @@
 /**
  * The registries domain: npm (`/npm/`), cargo (`/cargo/`) and OCI distribution (`/v2/`) on one
  * package model (shared/), with name claims and package reads under `/api/v1`.
+ * Decisions: docs/decisions/0407-registries.md.
  */
 import { mkdirSync } from "node:fs";
 import { Elysia } from "elysia";

@@ -1,6 +1,7 @@
 /**
  * The resources domain module: typed resources, their per-type rules, job runs on the
  * scheduler, and start-up recovery of runs a stopped server left in flight.
+ * Decisions: docs/decisions/0404-resources-and-secrets.md.
  */
 import type { DomainModule } from "../../core/core";
 import { installBuiltinKinds } from "./kind-rules";

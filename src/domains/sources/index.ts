@@ -3,6 +3,7 @@
  * (tree, file, saves as pull requests, merge), scans (Dockerfiles inline, `ops.toml` queued and
  * reconciled into resources) and the push event builds consume. The code host's own HTTP routes
  * (the built-in host's `/git/`) are mounted here, whatever host it is.
+ * Decisions: docs/decisions/0411-sources-builtin-git-host.md and 0412-sources-github-app-host.md.
  */
 import { Elysia } from "elysia";
 import type { DomainModule } from "../../core/core";

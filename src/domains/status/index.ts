@@ -1,6 +1,7 @@
 /**
  * The status domain module: the platform's components, the `status.probe` task, and under
  * `ops serve` an `api` transition to operational at start and to down at stop.
+ * Decisions: docs/decisions/0403-device-login-cli-status.md.
  */
 import type { DomainModule } from "../../core/core";
 import { statusRoutes } from "./routes";

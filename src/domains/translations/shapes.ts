@@ -1,5 +1,5 @@
 /**
- * The documented shapes of what a translation is addressed by (docs/decisions.md, Translations):
+ * The documented shapes of what a translation is addressed by (docs/decisions/0413-translations.md):
  *
  * - namespace: a letter or digit, then letters, digits, `_` and `-`, at most 64 characters
  *   (i18next's namespaces; it names an XLIFF `<file>` and leads a PO `msgctxt`).
