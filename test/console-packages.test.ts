@@ -52,13 +52,18 @@ async function lockedVersion(app: string, name: string, token: string): Promise<
   return new RegExp(`name = "${name}"\nversion = "([^"]+)"`).exec(lock)?.[1] ?? "none";
 }
 
-/** `npm publish` of `name@version` with `token` (the real client, its own HOME and .npmrc). */
+/** The real npm client in `cwd` with `token` (its own HOME and .npmrc pointed at this server). */
+function npm(args: string[], cwd: string, token: string) {
+  const rc = path.join(home, `npmrc-${token.slice(-6)}`);
+  writeFileSync(rc, `registry=${t.url}/npm/\n//${new URL(t.url).host}/npm/:_authToken=${token}\nupdate-notifier=false\nfund=false\naudit=false\n`);
+  return run(["npm", ...args], { cwd, env: { HOME: home, npm_config_userconfig: rc, npm_config_cache: path.join(home, "cache"), npm_config_loglevel: "warn" } });
+}
+
+/** `npm publish` of `name@version` with `token`. */
 async function npmPublish(name: string, version: string, token: string) {
   const dir = tempDir("ops-console-npm-pkg-");
   writeTree(dir, { "package.json": JSON.stringify({ name, version, main: "index.js", license: "MIT" }), "index.js": "module.exports = 1;\n" });
-  const rc = path.join(home, `npmrc-${token.slice(-6)}`);
-  writeFileSync(rc, `registry=${t.url}/npm/\n//${new URL(t.url).host}/npm/:_authToken=${token}\nupdate-notifier=false\nfund=false\naudit=false\n`);
-  return run(["npm", "publish"], { cwd: dir, env: { HOME: home, npm_config_userconfig: rc, npm_config_cache: path.join(home, "cache"), npm_config_loglevel: "warn" } });
+  return npm(["publish"], dir, token);
 }
 
 beforeAll(async () => {
@@ -102,9 +107,22 @@ describe("Packages and Audit in chromium", () => {
     await page.getByRole("heading", { name: /Packages \/ npm \/ @ops\/labels/ }).waitFor();
     const versions = await page.locator("table.versions tbody tr").allInnerTexts();
     expect(versions.map((v) => v.split("\t")[0])).toEqual(["1.1.0", "1.0.0"]);
-    expect(await page.locator("dl.facts").innerText()).toMatch(/latest\s+1\.1\.0/);
+    expect(await page.locator("table.dist-tags").innerText()).toMatch(/latest\s+1\.1\.0/);
     expect(await page.getByLabel("install command").inputValue()).toBe("npm install @ops/labels");
+    expect(await page.getByRole("button", { name: "Remove the tag latest" }).getAttribute("aria-disabled")).toBe("true");
+    // A tag set on the page is what the npm client reads, and removing it there removes it here.
+    await page.getByLabel("Tag", { exact: true }).fill("beta");
+    await page.getByLabel("Version", { exact: true }).selectOption("1.0.0");
+    await page.getByRole("button", { name: "Set tag" }).click();
+    await page.getByText("beta now names 1.0.0.").waitFor();
     await shot(page, "packages-detail");
+    const token = mintToken(t, dana.principal, { role: "developer", project: SLUG });
+    expect((await npm(["dist-tag", "ls", "@ops/labels"], home, token)).stdout).toContain("beta: 1.0.0");
+    await page.getByRole("button", { name: "Remove the tag beta" }).click();
+    await page.getByText("The tag beta is removed.").waitFor();
+    const after = await npm(["dist-tag", "ls", "@ops/labels"], home, token);
+    expect(after.stdout).toContain("latest: 1.1.0");
+    expect(after.stdout).not.toContain("beta");
     expect(problems).toEqual([]);
     await context.close();
   });

@@ -33,9 +33,9 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
     parsed = null;
   }
   if (!res.ok) {
-    // The JSON API's error, or a registry protocol's (cargo says `errors: [{ detail }]`).
+    // The JSON API's error, or a registry protocol's (cargo says `errors: [{ detail }]`, npm `error`).
     const b = (parsed ?? {}) as { error?: string; message?: string; details?: Record<string, unknown>; errors?: Array<{ detail?: string; message?: string }> };
-    const protocol = b.errors?.[0]?.detail ?? b.errors?.[0]?.message;
+    const protocol = b.errors?.[0]?.detail ?? b.errors?.[0]?.message ?? (path.startsWith("/npm/") ? b.error : undefined);
     throw new ApiError(res.status, b.error ?? "error", b.message ?? protocol ?? `The server answered ${res.status}.`, b.details);
   }
   return parsed as T;

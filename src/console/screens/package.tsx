@@ -2,10 +2,11 @@
  * A package's page (`/projects/<slug>/packages/<registry>/<name>`): its versions with digest,
  * integrity, size, publisher and yanked state, its dist-tags and the install line. A crate's
  * versions are yanked and unyanked here through the cargo registry's own routes (the API offers
- * nothing else for it; npm has no yank); a claim with nothing published can be released.
+ * nothing else for it; npm has no yank), and an npm package's dist-tags set and removed through
+ * npm's dist-tag routes; a claim with nothing published can be released.
  */
-import { Fragment } from "preact";
 import { useState } from "preact/hooks";
+import type { Access } from "../access";
 import { api } from "../api";
 import { Alert, Link, navigate, when } from "../ui";
 import type { SectionProps } from "../frame";
@@ -90,18 +91,9 @@ export function PackagePage(props: SectionProps) {
           Add: <CopyField label="add command" value={`cargo add ${d.name} --registry ops`} />
         </p>
       )}
-      {tags.length > 0 && (
-        <dl class="facts">
-          {tags.map(([tag, version]) => (
-            <Fragment key={tag}>
-              <dt>{tag}</dt>
-              <dd>{version}</dd>
-            </Fragment>
-          ))}
-        </dl>
-      )}
       {error && <Alert>{error}</Alert>}
       {ok && <Alert kind="ok">{ok}</Alert>}
+      {registry === "npm" && d.versions.length > 0 && <DistTags name={d.name} tags={tags} versions={d.versions.map((v) => v.version)} access={props.access} onChanged={async (what) => (await loaded.reload(), setOk(what))} />}
       {d.versions.length === 0 ? (
         <>
           <Empty>The name is claimed; nothing is published yet.</Empty>
@@ -160,6 +152,77 @@ export function PackagePage(props: SectionProps) {
         </Scroll>
       )}
       {registry === "npm" && d.versions.length > 0 && <p class="hint">An npm version stays as published: the registry has no yank, and a version is never republished.</p>}
+    </section>
+  );
+}
+
+/** The npm dist-tag route of `tag` (PUT sets it to the version sent as a JSON string, DELETE removes it). */
+function distTagApi(name: string, tag: string): string {
+  return `/npm/-/package/${encodeURIComponent(name)}/dist-tags/${encodeURIComponent(tag)}`;
+}
+
+/** An npm package's dist-tags: each with its version and Remove (not `latest`), and a tag pointed at a version. */
+function DistTags(props: { name: string; tags: Array<[string, string]>; versions: string[]; access: Access; onChanged(what: string): Promise<void> }) {
+  const [tag, setTag] = useState("");
+  const [version, setVersion] = useState(props.versions[0] ?? "");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  async function change(method: "PUT" | "DELETE", name: string, what: string, to?: string) {
+    setBusy(true);
+    setError(null);
+    try {
+      await api(method, distTagApi(props.name, name), to);
+      setTag("");
+      await props.onChanged(what);
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <section class="card" aria-labelledby="tags-title">
+      <h3 id="tags-title">Dist-tags</h3>
+      {error && <Alert>{error}</Alert>}
+      <table class="dist-tags">
+        <caption class="visually-hidden">Dist-tags of {props.name}</caption>
+        <tbody>
+          {props.tags.map(([t, v]) => (
+            <tr key={t}>
+              <th scope="row">{t}</th>
+              <td>{v}</td>
+              <td class="row-actions">
+                <Action access={props.access} perm="packages.publish" env={null} class="small" off={t === "latest" ? "latest always names a version: point it at another one instead." : busy} label={`Remove the tag ${t}`} onClick={() => void change("DELETE", t, `The tag ${t} is removed.`)}>
+                  Remove
+                </Action>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {props.access.can("packages.publish", null) && (
+        <form class="grid-form" onSubmit={(e) => (e.preventDefault(), void change("PUT", tag.trim(), `${tag.trim()} now names ${version}.`, version))}>
+          <div>
+            <label for="tag-name">Tag</label>
+            <input id="tag-name" required autocomplete="off" spellcheck={false} placeholder="beta" value={tag} onInput={(e) => setTag(e.currentTarget.value)} />
+          </div>
+          <div>
+            <label for="tag-version">Version</label>
+            <select id="tag-version" value={version} onChange={(e) => setVersion(e.currentTarget.value)}>
+              {props.versions.map((v) => (
+                <option key={v} value={v}>
+                  {v}
+                </option>
+              ))}
+            </select>
+          </div>
+          <div class="actions">
+            <Action access={props.access} perm="packages.publish" env={null} type="submit" class="primary" off={busy || tag.trim() === ""} onClick={() => undefined}>
+              Set tag
+            </Action>
+          </div>
+        </form>
+      )}
     </section>
   );
 }
