@@ -91,6 +91,15 @@ function talk(port: number, bytes: string | Buffer, done: (got: string) => boole
   });
 }
 
+/** Resolves once `cond` holds, checked every few milliseconds (rejects after `ms`). */
+async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await Bun.sleep(5);
+  }
+}
+
 const servers: Raw[] = [];
 const serve = (answer: Parameters<typeof rawServer>[0]) => {
   const s = rawServer(answer);
@@ -187,14 +196,19 @@ describe("responses", () => {
   });
 
   test("an idle connection the replica closed is replayed once on a fresh one", async () => {
+    let closedByReplica = 0;
     const up = serve((_h, s) => {
       s.write(ok("ok"));
       // Close the kept-alive connection a moment later, as an idle timeout does.
-      setTimeout(() => s.end(), 30);
+      setTimeout(() => {
+        s.end();
+        closedByReplica++;
+      }, 30);
     });
     route(up);
     expect(await (await fetch(url("/"), { headers: { host: "app.test" } })).text()).toBe("ok");
-    await Bun.sleep(100);
+    // Whether the ingress has seen the close yet (a fresh connection) or not (a replay), the next request is answered on a second connection.
+    await until("the replica's close", () => closedByReplica === 1);
     expect(await (await fetch(url("/"), { headers: { host: "app.test" } })).text()).toBe("ok");
     expect(up.accepted).toBe(2);
   });
@@ -277,12 +291,17 @@ describe("responses", () => {
           },
         });
       });
-      await Bun.sleep(300);
-      const at = written;
-      await Bun.sleep(200);
       // The client does not read: the ingress stops reading the replica, whose writes stall at
-      // what the kernel's buffers hold.
-      expect(written).toBe(at);
+      // what the kernel's buffers hold. Wait until they have stalled (no byte written across 20
+      // looks), however slowly the machine gets there; a relay that kept reading would let the
+      // replica write on to the end.
+      let at = -1;
+      let still = 0;
+      await until("the replica's writes stalled", () => {
+        still = written === at ? still + 1 : 0;
+        at = written;
+        return still >= 20 || written === total;
+      }, 60_000);
       expect(written).toBeLessThan(total / 2);
       client.resume();
       await finished;
@@ -324,9 +343,10 @@ describe("requests", () => {
   });
 
   test("Expect: 100-continue: the replica's 100 reaches the client, which then sends the body", async () => {
-    const up = serve((head, s) => {
+    const up: Raw = serve((head, s) => {
       if (head.toLowerCase().includes("expect: 100-continue")) s.write("HTTP/1.1 100 Continue\r\n\r\n");
-      setTimeout(() => s.write(ok("stored")), 100);
+      // The answer once the body is in, as a server that reads it first.
+      void until("the body", () => up.bodies[s.data.conn] === "data").then(() => s.write(ok("stored")));
     });
     route(up);
     const got = await new Promise<string>((resolve) => {
@@ -350,7 +370,6 @@ describe("requests", () => {
       });
     });
     expect(got).toStartWith("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n");
-    await Bun.sleep(20);
     expect(up.bodies[0]).toBe("data");
   });
 

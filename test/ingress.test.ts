@@ -240,16 +240,21 @@ describe("failures", () => {
 
 /**
  * A bounded loop of at most `max` requests from `concurrency` workers, ending early once `stop()`
- * says so; resolves with the failures and who served what.
+ * says so and holding new requests while `held()` says so; `served` counts who served what as it
+ * goes. Resolves with the failures.
  */
-async function load(opts: { max: number; concurrency: number; stop?: () => boolean; path?: string }): Promise<{ failures: string[]; served: Map<string, number> }> {
+async function load(opts: { max: number; concurrency: number; served: Map<string, number>; stop?: () => boolean; held?: () => boolean; path?: string }): Promise<{ failures: string[] }> {
   const p = opts.path ?? "/";
   const failures: string[] = [];
-  const served = new Map<string, number>();
+  const served = opts.served;
   let issued = 0;
   await Promise.all(
     Array.from({ length: opts.concurrency }, async () => {
       while (issued < opts.max && !opts.stop?.()) {
+        if (opts.held?.()) {
+          await Bun.sleep(5);
+          continue;
+        }
         issued++;
         try {
           const res = await via("shop.example.com", p);
@@ -265,8 +270,11 @@ async function load(opts: { max: number; concurrency: number; stop?: () => boole
       }
     }),
   );
-  return { failures, served };
+  return { failures };
 }
+
+/** Resolves once every one of `ids` has served a request of the load. */
+const servedBy = (served: Map<string, number>, ids: string[]) => until(`${ids.join(", ")} serving`, () => ids.every((id) => (served.get(id) ?? 0) > 0), 60_000, 5);
 
 describe("switching", () => {
   test("zero failed requests across repeated switches between two live replica sets", async () => {
@@ -280,7 +288,9 @@ describe("switching", () => {
         await Bun.sleep(15);
       }
     })();
-    const { failures, served } = await load({ max: 1500, concurrency: 8 });
+    // Requests run until the table has switched more than ten times and every replica of both sets has served.
+    const served = new Map<string, number>();
+    const { failures } = await load({ max: 100_000, concurrency: 8, served, stop: () => switches > 10 && ["a1", "a2", "b1", "b2"].every((r) => (served.get(r) ?? 0) > 0) });
     switching = false;
     await flipper;
     expect(failures).toEqual([]);
@@ -295,14 +305,22 @@ describe("switching", () => {
     let live = setA;
     let liveIds = ["a1", "a2"];
     let done = false;
-    const loader = load({ max: 50_000, concurrency: 6, stop: () => done });
+    let held = false;
+    const served = new Map<string, number>();
+    const loader = load({ max: 200_000, concurrency: 6, served, stop: () => done, held: () => held });
     const rounds: string[][] = [];
     for (let round = 0; round < 3; round++) {
       const ids = [`r${round}-1`, `r${round}-2`];
       const fresh = [up(await startReplica(ids[0])), up(await startReplica(ids[1]))];
-      // A slow request caught on an old replica must finish there.
-      const slow = via("shop.example.com", "/slow?ms=400");
-      await Bun.sleep(50);
+      // Every replica of the set about to be switched away from has served the load.
+      await servedBy(served, liveIds);
+      // A slow request caught on an old replica must finish there: the load is held until the
+      // old replicas are idle, so the first request in flight to them is the slow one.
+      held = true;
+      expect(await ingress.drained(live, 10_000)).toBe(true);
+      const slow = via("shop.example.com", "/slow?ms=1000");
+      await until("the slow request on an old replica", () => live.some((u) => ingress.inflight(u) > 0), 20_000, 2);
+      held = false;
       routeWeb(fresh);
       expect(await ingress.drained(live, 10_000)).toBe(true);
       const slowRes = await slow;
@@ -313,9 +331,9 @@ describe("switching", () => {
       live = fresh;
       liveIds = ids;
     }
-    await Bun.sleep(300);
+    await servedBy(served, liveIds);
     done = true;
-    const { failures, served } = await loader;
+    const { failures } = await loader;
     expect(failures).toEqual([]);
     for (const ids of rounds) for (const id of ids) expect(served.get(id) ?? 0).toBeGreaterThan(0);
     setA = live;
@@ -328,7 +346,7 @@ describe("shutdown", () => {
     const url = own.listen("127.0.0.1", freePort()).url;
     own.setService({ service: web, routes: [{ hosts: ["shop.example.com"] }], upstreams: setA });
     const inFlight = fetch(`${url}/slow?ms=500`, { headers: { host: "shop.example.com" } });
-    await Bun.sleep(100);
+    await until("the request in flight", () => own.exchanges() > 0, 20_000, 2);
     const stopping = own.stop(5000);
     const res = await inFlight;
     expect(res.status).toBe(200);

@@ -96,7 +96,7 @@ describe("deadlines", () => {
   test("a head sent a byte at a time is cut at the head deadline with a 408, however steadily the bytes come", async () => {
     const port = start({ headerTimeoutMs: 400 });
     const c = await open(port);
-    const head = `GET / HTTP/1.1\r\nHost: app.test\r\nX-Slow: ${"x".repeat(60)}\r\n\r\n`;
+    const head = `GET / HTTP/1.1\r\nHost: app.test\r\nX-Slow: ${"x".repeat(300)}\r\n\r\n`;
     const started = Date.now();
     let i = 0;
     const dripping = setInterval(() => {
@@ -105,9 +105,10 @@ describe("deadlines", () => {
     const closedAt = await c.closed;
     clearInterval(dripping);
     expect(c.got()).toStartWith("HTTP/1.1 408 ");
-    // Closed at the deadline, while the head (over 1.5 s at this pace) was still arriving.
+    // Closed at the deadline, while the head (over 6 s at this pace, longer on a busy machine)
+    // was still arriving: the bytes did not extend it.
     expect(i).toBeLessThan(head.length);
-    expect(closedAt - started).toBeLessThan(1500);
+    expect(closedAt - started).toBeLessThan(5000);
     expect(up!.heads).toEqual([]);
     expect(ingress!.metrics()).toMatchObject({ headTimeouts: 1, connections: 0 });
   });
