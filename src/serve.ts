@@ -1,5 +1,6 @@
 /**
- * `ops serve`: the long-running server. Start order: core (migrations) → domains' serve work →
+ * `ops serve`: the long-running server. Start order: a backup into `backups/pre-<version>` when
+ * migrations are pending → core (migrations) → domains' serve work →
  * HTTP listener → ingress listeners (OPS_INGRESS_LISTEN, OPS_INGRESS_TLS_LISTEN) → scheduler → ready. On SIGTERM/SIGINT:
  * /readyz goes 503, both listeners stop taking connections, in-flight requests finish (bounded by
  * OPS_SHUTDOWN_GRACE_MS), the scheduler stops, close hooks flush (replicas are stopped there),
@@ -11,6 +12,8 @@ import type { Core } from "./core/core";
 import { startIngress, startIngressTls } from "./adapters/ingress";
 import type { PemPair } from "./adapters/ingress/tls";
 import { setOwnCertificateSink } from "./domains/certificates/service";
+import { backupBeforeMigrating } from "./domains/backups/pre-migration";
+import { VERSION } from "./version";
 
 export interface RunningServer {
   core: Core;
@@ -27,6 +30,7 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, opts: CoreOptions & { installSignals?: boolean } = {}): Promise<RunningServer> {
+  const pre = await backupBeforeMigrating(config.dataDir, VERSION);
   const core = createCore(config, opts);
   // OPS_TLS=acme (decision 0345): ops's own listener serves HTTPS once its certificate is here; a
   // new or renewed certificate starts a listener beside the old one (SO_REUSEPORT), and the old
@@ -45,6 +49,7 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
       if (app?.server) listenOwn();
     });
   }
+  if (pre) core.log.info("backed up the data dir before migrating", { place: `backups/pre-${VERSION}`, id: pre.id, files: pre.stats.files });
   for (const m of modulesOf(core)) await m.onServe?.(core);
   app = createHttpApp(core);
   listenOwn();

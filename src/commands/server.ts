@@ -5,6 +5,7 @@ import { openDatabase, closeDatabase } from "../core/db/client";
 import { runMigrations } from "../core/db/migrate";
 import { mkdirSync } from "node:fs";
 import { VERSION } from "../version";
+import { backupBeforeMigrating } from "../domains/backups/pre-migration";
 import { EXIT, SERVER_FLAGS, envOverrides, type Command } from "./types";
 
 export const serveCommand: Command = {
@@ -32,6 +33,8 @@ export const migrateCommand: Command = {
   async run(ctx) {
     const config = loadConfig(ctx.env, envOverrides(ctx.flags, SERVER_FLAGS), ctx.cwd);
     mkdirSync(config.dataDir, { recursive: true });
+    const pre = await backupBeforeMigrating(config.dataDir, VERSION);
+    if (pre) ctx.stdout(`backed up the data dir before migrating: ${path.join(config.dataDir, "backups", `pre-${VERSION}`)} (${pre.stats.files} files)\n`);
     for (const [name, durability] of [["ops", "state"], ["telemetry", "telemetry"]] as const) {
       const { sqlite } = openDatabase(path.join(config.dataDir, `${name}.db`), durability);
       try {
