@@ -104,4 +104,15 @@ describe("a viewer's console in chromium at 360 px", () => {
     console.log(report.join("\n"));
     await context.close();
   });
+
+  test("an estate-wide viewer is not offered creating a project, and is told why", async () => {
+    const eve = await makePerson(t, [{ role: "viewer", project: null }], { email: "eve@ops.test", password: "correct-horse-battery" });
+    const context = await watchedContext(browser, { width: 360, height: 780 });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/projects`);
+    await signIn(page, eve);
+    await page.getByText(/^Creating projects: Needs “Manage the estate” \(estate\.manage\)/).waitFor();
+    expect(await page.getByRole("button", { name: "Create project" }).count()).toBe(0);
+    await context.close();
+  });
 });

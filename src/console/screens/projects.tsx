@@ -1,11 +1,13 @@
 /**
- * Projects: the list of the caller's projects (`/projects`) and, for people with an estate-wide
- * role, the form that creates one. A project's pages are drawn by project-frame.tsx.
+ * Projects: the list of the caller's projects (`/projects`) and, for people who manage the estate,
+ * the form that creates one (an estate-wide member without it is told why). A project's pages are drawn by project-frame.tsx.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Me } from "../api";
 import { Alert, Link, navigate } from "../ui";
 import type { ProjectInfo } from "../frame";
+import { accessOf } from "../access";
+import { Denied } from "../widgets/guard";
 
 export function ProjectList(props: { me: Me }) {
   const [projects, setProjects] = useState<ProjectInfo[] | null>(null);
@@ -17,15 +19,16 @@ export function ProjectList(props: { me: Me }) {
   useEffect(() => {
     void load();
   }, []);
-  // Creating projects is an estate permission: offered to people with an estate-wide role (the server decides).
-  const estateWide = props.me.memberships.some((m) => m.project == null);
+  // Creating projects needs estate.manage (POST /api/v1/projects): judged as the server judges it.
+  const access = accessOf(props.me, null);
+  const canCreate = access.can("estate.manage", null);
   if (error) return <Alert>{error}</Alert>;
   if (!projects) return <p aria-busy="true">Loading projects…</p>;
   return (
     <section aria-labelledby="projects-title">
       <h1 id="projects-title">Projects</h1>
       {projects.length === 0 ? (
-        <p class="muted">{estateWide ? "There is no project yet: create the first one below." : "You are not a member of any project yet. An estate owner adds you to one."}</p>
+        <p class="muted">{canCreate ? "There is no project yet: create the first one below." : "You are not a member of any project yet. An estate owner adds you to one."}</p>
       ) : (
         <ul class="components">
           {projects.map((p) => (
@@ -39,7 +42,7 @@ export function ProjectList(props: { me: Me }) {
           ))}
         </ul>
       )}
-      {estateWide && <NewProject />}
+      {canCreate ? <NewProject /> : props.me.memberships.some((m) => m.project == null) && <Denied access={access} perm="estate.manage" env={null} what="Creating projects" />}
     </section>
   );
 }
