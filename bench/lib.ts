@@ -91,7 +91,7 @@ export function processCpuMs(pid: number): number {
   return (ticks * 1000) / clockTicks;
 }
 
-function freePort(): number {
+export function freePort(): number {
   const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
   const port = s.port as number;
   s.stop(true);

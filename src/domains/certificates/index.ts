@@ -11,6 +11,7 @@ import { extendKind, listOfTypeEverywhere, resourceById, type ResourceRow } from
 import { ORDERS_TASK, orderState, runDueOrders } from "./orders";
 import { certificateSummary, certificateView, loadCertificates, rowsOfResource } from "./store";
 import { certificatesActive, syncDomain, syncOwnHost } from "./sync";
+import { refreshAllUploaded } from "./uploaded";
 
 /** What a domain's status says of its certificates (null: none asked for or served here). */
 function domainCertificates(core: Core, row: ResourceRow): { state: string; summary: string; detail: Record<string, unknown> } | null {
@@ -27,6 +28,7 @@ export const certificatesModule: DomainModule = {
     ingressOf(core).setChallenges((token) => pending.get(token) ?? null);
     core.scheduler.defineTask(ORDERS_TASK, "* * * * *", async () => {
       await runDueOrders(core);
+      await refreshAllUploaded(core);
     });
     extendKind(core, "domain", {
       afterWrite(c, _t, row) {

@@ -11,7 +11,8 @@ import { and, eq, isNull } from "drizzle-orm";
 import type { Core } from "../../core/core";
 import { specOf, type ResourceRow } from "../resources/service";
 import { certificates } from "./tables";
-import { ownHost, rowsOfResource, unserve } from "./store";
+import { ownHost, rowOf, rowsOfResource, unserve } from "./store";
+import { refreshUploaded } from "./uploaded";
 import { kickOrders } from "./orders";
 
 const RATE_LIMITED = /rate.?limit|too many/i;
@@ -24,11 +25,13 @@ export function certificatesActive(core: Core): boolean {
 
 /** Bring the rows of a domain in line with its spec (`row` null: the domain was deleted). */
 export function syncDomain(core: Core, resourceId: string, row: ResourceRow | null): void {
-  const spec = row ? specOf<{ hosts: string[]; tls?: boolean }>(row) : null;
+  const spec = row ? specOf<{ hosts: string[]; tls?: boolean; tls_secret_group?: string }>(row) : null;
   const wanted = new Set(row && spec && spec.tls !== false && certificatesActive(core) ? spec.hosts.map((h) => h.toLowerCase()) : []);
+  const source = spec?.tls_secret_group ? ("uploaded" as const) : ("acme" as const);
   const now = core.clock.now();
   let due = false;
   const dropped: string[] = [];
+  const uploaded: string[] = [];
   core.db.transaction((t) => {
     for (const cur of rowsOfResource(t, resourceId)) {
       if (wanted.has(cur.host)) continue;
@@ -38,6 +41,19 @@ export function syncDomain(core: Core, resourceId: string, row: ResourceRow | nu
     }
     for (const host of wanted) {
       const cur = t.select().from(certificates).where(eq(certificates.host, host)).get();
+      const wildcard = host.startsWith("*.");
+      if (source === "uploaded") {
+        uploaded.push(host);
+        if (!cur) t.insert(certificates).values({ host, resourceId, projectId: row!.projectId, source, state: "issuing", nextAttemptAt: null, updatedAt: now }).run();
+        else if (cur.source !== source) t.update(certificates).set({ source, state: "issuing", reason: null, failures: 0, nextAttemptAt: null, updatedAt: now }).where(eq(certificates.host, host)).run();
+        continue;
+      }
+      if (cur && cur.source === "uploaded") {
+        // From an uploaded certificate back to ACME: the uploaded one is served until the order lands.
+        t.update(certificates).set({ source, state: "issuing", reason: wildcard ? WILDCARD_REASON : null, failures: 0, nextAttemptAt: wildcard ? null : now, updatedAt: now }).where(eq(certificates.host, host)).run();
+        if (!wildcard) due = true;
+        continue;
+      }
       if (cur) {
         // A write of the domain retries a failing order now, unless the ACME server said to wait.
         if (cur.state === "failing" && cur.nextAttemptAt !== null && !(cur.reason && RATE_LIMITED.test(cur.reason))) {
@@ -46,14 +62,17 @@ export function syncDomain(core: Core, resourceId: string, row: ResourceRow | nu
         }
         continue;
       }
-      const wildcard = host.startsWith("*.");
       t.insert(certificates)
-        .values({ host, resourceId, projectId: row!.projectId, source: "acme", state: wildcard ? "failing" : "issuing", reason: wildcard ? WILDCARD_REASON : null, nextAttemptAt: wildcard ? null : now, updatedAt: now })
+        .values({ host, resourceId, projectId: row!.projectId, source, state: wildcard ? "failing" : "issuing", reason: wildcard ? WILDCARD_REASON : null, nextAttemptAt: wildcard ? null : now, updatedAt: now })
         .run();
       if (!wildcard) due = true;
     }
   });
   for (const host of dropped) unserve(core, host);
+  for (const host of uploaded) {
+    const cur = rowOf(core.db, host);
+    if (cur) void refreshUploaded(core, cur).catch((e) => core.log.warn("an uploaded certificate could not be read", { host, err: (e as Error).message }));
+  }
   if (due) kickOrders(core);
 }
 

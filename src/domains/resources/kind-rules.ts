@@ -117,6 +117,9 @@ export function installBuiltinKinds(core: Core): void {
         throw field("spec.service", `no service "${spec.service}" in ${ctx.environment}`);
       }
       assertHostsClaimable(core, q, ctx.project, spec.hosts);
+      if (spec.tls_secret_group && !findResource(q, { project: ctx.project, environment: ctx.environment }, "secret-group", spec.tls_secret_group)) {
+        throw field("spec.tls_secret_group", `no secret-group "${spec.tls_secret_group}" in ${ctx.environment}`);
+      }
       const own = ctx.prev?.id ?? "";
       const taken = q
         .select({ host: domainHosts.host, resourceId: domainHosts.resourceId })

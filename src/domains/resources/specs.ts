@@ -101,6 +101,8 @@ export const DomainSpec = Type.Object(
     path_prefix: Type.Optional(Type.String({ pattern: "^/", maxLength: 1024, description: "Route only this path prefix (default /)" })),
     tls: Type.Optional(Type.Boolean({ description: "Serve HTTPS with an automatic certificate (default true)" })),
     redirect_http: Type.Optional(Type.Boolean({ description: "Redirect plain HTTP to HTTPS (default true)" })),
+    // Decision 0346: an uploaded certificate instead of ACME.
+    tls_secret_group: Type.Optional(ResourceName("A secret-group of the same environment whose TLS_CERT and TLS_KEY are served instead of an ACME certificate")),
   },
   { additionalProperties: false },
 );
