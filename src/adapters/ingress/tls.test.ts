@@ -44,7 +44,15 @@ beforeAll(async () => {
   upstream = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    fetch: (req) => new Response(`${new URL(req.url).pathname} proto=${req.headers.get("x-forwarded-proto")} host=${req.headers.get("host")}`),
+    fetch: (req, server) => {
+      if (new URL(req.url).pathname === "/ws" && server.upgrade(req, { data: undefined })) return undefined;
+      return new Response(`${new URL(req.url).pathname} proto=${req.headers.get("x-forwarded-proto")} host=${req.headers.get("host")}`);
+    },
+    websocket: {
+      message(ws, m) {
+        ws.send(`echo ${m}`);
+      },
+    },
   });
   ingress = createIngress({});
   plainPort = ingress.listen("127.0.0.1", 0).port;
@@ -127,6 +135,27 @@ describe("ingress TLS listener", () => {
     const overTls = await curl(["--cacert", a.file, "--resolve", `a.test:${tlsPort}:127.0.0.1`, `https://a.test:${tlsPort}/.well-known/acme-challenge/tok-1`]);
     expect(overTls.out).toBe(`/.well-known/acme-challenge/tok-1 proto=https host=a.test:${tlsPort}`);
     ingress.setChallenges(null);
+  });
+
+  test("a WebSocket upgrade over TLS is relayed like on the plain listener", async () => {
+    const sock = tls.connect({ host: "127.0.0.1", port: tlsPort, servername: "a.test", ca: a.cert });
+    await new Promise<void>((res, rej) => sock.once("secureConnect", () => res()).once("error", rej));
+    let got = Buffer.alloc(0);
+    const until = async (ok: () => boolean) => {
+      for (let i = 0; i < 200 && !ok(); i++) await Bun.sleep(10);
+    };
+    sock.on("data", (d: Buffer) => (got = Buffer.concat([got, d])));
+    sock.write("GET /ws HTTP/1.1\r\nhost: a.test\r\nupgrade: websocket\r\nconnection: upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n");
+    await until(() => got.includes("\r\n\r\n"));
+    expect(got.toString("latin1")).toMatch(/^HTTP\/1\.1 101 /);
+    got = Buffer.alloc(0);
+    // A masked text frame "hi" (FIN, opcode 1, mask key 1 2 3 4).
+    const mask = [1, 2, 3, 4];
+    const payload = Buffer.from("hi").map((b, i) => b ^ mask[i % 4]!);
+    sock.write(Buffer.concat([Buffer.from([0x81, 0x80 | 2, ...mask]), payload]));
+    await until(() => got.length >= 9);
+    expect(got.subarray(2).toString()).toBe("echo hi");
+    sock.destroy();
   });
 
   test("a wildcard certificate serves one label below it", async () => {
