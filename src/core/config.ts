@@ -86,6 +86,14 @@ export interface Config {
   readonly sandboxTmpMb: number;
   /** Largest image a build may produce, in MiB (0 = no cap). */
   readonly imageMaxMb: number;
+  /** Sandbox networking (DESIGN §6): `isolated` (a namespace per sandbox through pasta) or `host` (none, on purpose). */
+  readonly sandboxNetwork: "isolated" | "host";
+  /** CIDRs sandboxes may reach although they are private or the host's own. */
+  readonly sandboxAllowCidrs: readonly string[];
+  /** Ports of the host's loopback sandboxes may reach besides ops's own public port. */
+  readonly sandboxHostPorts: readonly number[];
+  /** First host uid/gid of the per-project sandbox identities when ops is root. */
+  readonly sandboxUidBase: number;
   /** Which runtime runs services: supervised processes, or the Docker Engine on its socket. */
   readonly runtime: "process" | "docker";
   /** Docker Engine socket for `runtime: docker`. */
@@ -168,6 +176,10 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_REPLICA_MEMORY_MB", default: "512", description: "Memory limit in MiB of a replica (and release step) whose service sets no limits.memory_mb; 0 = none" },
   { name: "OPS_SANDBOX_TMP_MB", default: "256", description: "Size in MiB of the /tmp tmpfs of every build step, job run and replica" },
   { name: "OPS_IMAGE_MAX_MB", default: "4096", description: "Largest image (compressed layers) a build may push, in MiB; 0 = no cap" },
+  { name: "OPS_SANDBOX_NETWORK", default: "isolated", description: "isolated: every build, job run and replica in its own network namespace (needs pasta, Debian package passt); host: no network isolation, on purpose (ops doctor and every build log say so)" },
+  { name: "OPS_SANDBOX_ALLOW_CIDRS", default: "(none)", description: "Comma-separated CIDRs sandboxes may reach although private, link-local or the host's own" },
+  { name: "OPS_SANDBOX_HOST_PORTS", default: "(none)", description: "Comma-separated ports of the host's loopback sandboxes may reach besides ops's own public port" },
+  { name: "OPS_SANDBOX_UID_BASE", default: "200000", description: "First host uid/gid of the per-project sandbox identities when ops runs as root (one per project)" },
   { name: "OPS_RUNTIME", default: "process", description: "Service runtime: process (supervised, sandboxed) or docker (Engine socket)" },
   { name: "OPS_DOCKER_SOCKET", default: "/var/run/docker.sock", description: "Docker Engine socket for OPS_RUNTIME=docker" },
   { name: "OPS_INGRESS_LISTEN", default: "127.0.0.1:8081", description: "host:port of the ingress that routes to services; off = none" },
@@ -325,6 +337,17 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
   const acmeEmail = str(e, "OPS_ACME_EMAIL");
   if (acmeEmail !== null && !/^[^\s@]+@[^\s@]+$/.test(acmeEmail)) throw new ConfigError("OPS_ACME_EMAIL", `not an email address: "${acmeEmail}"`);
   const acmeCa = str(e, "OPS_ACME_CA_FILE");
+  const sandboxAllowCidrs = (str(e, "OPS_SANDBOX_ALLOW_CIDRS") ?? "").split(",").map((c) => c.trim()).filter((c) => c !== "");
+  for (const cidr of sandboxAllowCidrs) {
+    const [addr, bits, more] = cidr.split("/");
+    if (isIP(addr) !== 4 || more !== undefined || (bits !== undefined && (!/^\d{1,2}$/.test(bits) || Number(bits) > 32))) {
+      throw new ConfigError("OPS_SANDBOX_ALLOW_CIDRS", `expected IPv4 addresses or CIDRs like 10.1.2.0/24, got "${cidr}"`);
+    }
+  }
+  const sandboxHostPorts = (str(e, "OPS_SANDBOX_HOST_PORTS") ?? "").split(",").map((c) => c.trim()).filter((c) => c !== "").map((p) => {
+    if (!/^\d{1,5}$/.test(p) || Number(p) < 1 || Number(p) > 65535) throw new ConfigError("OPS_SANDBOX_HOST_PORTS", `expected port numbers from 1 to 65535, got "${p}"`);
+    return Number(p);
+  });
 
   const config: Config = {
     dataDir,
@@ -367,6 +390,10 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     replicaMemoryMb: int(e, "OPS_REPLICA_MEMORY_MB", 512, 0, 1024 * 1024),
     sandboxTmpMb: int(e, "OPS_SANDBOX_TMP_MB", 256, 1, 1024 * 1024),
     imageMaxMb: int(e, "OPS_IMAGE_MAX_MB", 4096, 0, 1024 * 1024),
+    sandboxNetwork: oneOf(e, "OPS_SANDBOX_NETWORK", ["isolated", "host"] as const, "isolated"),
+    sandboxAllowCidrs,
+    sandboxHostPorts,
+    sandboxUidBase: int(e, "OPS_SANDBOX_UID_BASE", 200_000, 1000, 4_000_000_000),
     runtime: oneOf(e, "OPS_RUNTIME", ["process", "docker"] as const, "process"),
     dockerSocket: path.resolve(cwd, str(e, "OPS_DOCKER_SOCKET") ?? "/var/run/docker.sock"),
     ingressListen: ingress === "off" ? null : parseListen(ingress, "OPS_INGRESS_LISTEN"),

@@ -21,7 +21,8 @@ import path from "node:path";
 import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
 import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
-import { dropPrivilegesArgv, handOver, hostIds, runsAsRoot, sandboxDir, unreachable, HOST_UNPRIVILEGED_ID } from "../sandbox/users";
+import { NetnsError, type Netns, type SandboxNetwork } from "../sandbox";
+import { defaultIdentity, dropPrivilegesArgv, handOver, runsAsRoot, sandboxDir, unreachable, type SandboxIdentity } from "../sandbox/users";
 import type { BuildLine, BuildOutcome, BuildRunOptions, BuildVariable, StepTiming } from "./types";
 
 export const INSTALL_BUILDAH = "install buildah to build Dockerfiles";
@@ -47,6 +48,10 @@ export interface ContainerBuildSpec {
   source: string;
   /** PATH to find buildah (and setpriv) on; default the standard system PATH. */
   toolPath?: string;
+  /** The project's host user when ops is root (sandbox/identity.ts); default nobody. */
+  identity?: SandboxIdentity;
+  /** The build's network namespace maker; omitted: the host's network. */
+  network?: SandboxNetwork;
 }
 
 export interface LayoutBlob {
@@ -68,8 +73,7 @@ export interface ContainerBuildOutcome extends BuildOutcome {
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** The user buildah runs as has a subordinate uid range (needed by RUN steps), as far as /etc/subuid says. */
-function hasSubordinateIds(): boolean {
-  const { uid } = hostIds();
+function hasSubordinateIds(uid: number): boolean {
   let name = String(uid);
   try {
     const line = readFileSync("/etc/passwd", "utf8")
@@ -142,10 +146,13 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
     return done("failed", { failureKind: "build", error: e.message });
   }
 
-  const { sandboxed, root } = prepare(spec);
+  const ids = spec.identity ?? defaultIdentity();
+  if (spec.network?.refusal) return done("failed", { failureKind: "internal", error: spec.network.refusal });
+  const { sandboxed, root } = prepare(spec, ids);
   if (typeof sandboxed === "string") return done("failed", { failureKind: "internal", error: sandboxed });
-  if (!hasSubordinateIds()) {
-    emit("ops", "warn", `no subordinate uid range for uid ${hostIds().uid} in /etc/subuid: RUN instructions will fail (usermod --add-subuids 100000-165535 --add-subgids 100000-165535 <user>)`);
+  if (spec.network?.note) emit("ops", "warn", spec.network.note);
+  if (!hasSubordinateIds(ids.uid)) {
+    emit("ops", "warn", `no subordinate uid range for uid ${ids.uid} in /etc/subuid: RUN instructions will fail (usermod --add-subuids 100000-165535 --add-subgids 100000-165535 <user>)`);
   }
   const limit = memoryLimit(spec.memoryMb, `ops-build-${path.basename(spec.workDir)}-${process.pid}-${Date.now().toString(36)}`);
   memory = limit.memory;
@@ -159,22 +166,26 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
   bud.push("--label", `org.opencontainers.image.revision=${spec.commit}`, "--label", `org.opencontainers.image.source=${spec.source}`, "--label", "dev.ops.runtime=container");
   for (const v of spec.variables) {
     if (!ENV_NAME.test(v.name)) continue;
-    if (v.secret) bud.push("--secret", `id=${v.name},src=${writeSecret(spec.workDir, v)}`);
+    if (v.secret) bud.push("--secret", `id=${v.name},src=${writeSecret(spec.workDir, v, ids)}`);
     else bud.push("--build-arg", `${v.name}=${v.value}`);
   }
   bud.push("-f", dockerfile, "-t", tag, spec.contextDir);
-  const layout = sandboxDir(path.join(spec.workDir, "layout"));
+  const layout = sandboxDir(path.join(spec.workDir, "layout"), ids);
   const steps: Array<{ label: string; argv: string[]; optional?: boolean }> = [
     { label: `buildah bud -f ${spec.dockerfile}`, argv: bud },
     { label: "buildah push (OCI layout)", argv: [...global, "push", "--format", "oci", tag, `oci:${layout}:latest`] },
     { label: "buildah rmi", argv: [...global, "rmi", tag], optional: true },
   ];
   const deadline = Date.now() + spec.stepTimeoutSecs * 1000;
+  let netns: Netns | null = null;
   try {
+    // buildah and the RUN instructions it chroots into run in the build's own network namespace.
+    netns = spec.network ? await spec.network.open(false) : null;
+    const enter = netns ? netns.enterArgv() : [];
     for (const s of steps) {
       emit("ops", "info", `$ ${s.label}`);
       const verdict = await runLimited({
-        argv: setpriv ? [...dropPrivilegesArgv(setpriv), ...s.argv] : s.argv,
+        argv: [...enter, ...(setpriv ? [...dropPrivilegesArgv(setpriv, ids), ...s.argv] : s.argv)],
         env: sandboxed,
         cwd: spec.workDir,
         deadline,
@@ -197,30 +208,34 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
       return done("failed", { failureKind: "internal", error: `buildah's output could not be read: ${(e as Error).message}` });
     }
     return done("succeeded", { image });
+  } catch (e) {
+    if (e instanceof NetnsError) return done("failed", { failureKind: "internal", error: e.message });
+    throw e;
   } finally {
     await releaseLimit(limit.cgroup);
     await releasePids(pids.group);
+    await netns?.close();
   }
 }
 
 /** Directories and environment of the buildah process; a string when they cannot be set up. */
-function prepare(spec: ContainerBuildSpec): { sandboxed: Record<string, string> | string; root: string } {
+function prepare(spec: ContainerBuildSpec, ids: SandboxIdentity): { sandboxed: Record<string, string> | string; root: string } {
   mkdirSync(spec.workDir, { recursive: true, mode: 0o711 });
   const root = spec.cacheDir ? path.join(spec.cacheDir, "buildah") : path.join(spec.workDir, "storage");
   if (spec.cacheDir) {
     mkdirSync(spec.cacheDir, { recursive: true, mode: 0o700 });
-    handOver(spec.cacheDir);
+    handOver(spec.cacheDir, ids);
   }
   for (const dir of [spec.contextDir, path.join(spec.workDir, "home"), root]) {
-    const blocked = unreachable(dir);
-    if (blocked) return { sandboxed: `the build user (uid ${HOST_UNPRIVILEGED_ID}) cannot reach ${dir}: ${blocked} is not searchable by it (chmod o+x ${blocked})`, root };
+    const blocked = unreachable(dir, ids);
+    if (blocked) return { sandboxed: `the build user (uid ${ids.uid}) cannot reach ${dir}: ${blocked} is not searchable by it (chmod o+x ${blocked})`, root };
   }
-  handOver(spec.contextDir, { force: true });
-  sandboxDir(root);
-  sandboxDir(path.join(spec.workDir, "runroot"));
-  const home = sandboxDir(path.join(spec.workDir, "home"));
-  const xdg = sandboxDir(path.join(spec.workDir, "xdg"));
-  const tmp = sandboxDir(path.join(spec.workDir, "tmp"));
+  handOver(spec.contextDir, ids, { force: true });
+  sandboxDir(root, ids);
+  sandboxDir(path.join(spec.workDir, "runroot"), ids);
+  const home = sandboxDir(path.join(spec.workDir, "home"), ids);
+  const xdg = sandboxDir(path.join(spec.workDir, "xdg"), ids);
+  const tmp = sandboxDir(path.join(spec.workDir, "tmp"), ids);
   return {
     root,
     sandboxed: { PATH: DEFAULT_PATH, HOME: home, XDG_RUNTIME_DIR: xdg, TMPDIR: tmp, LANG: "C.UTF-8", BUILDAH_ISOLATION: "chroot" },
@@ -228,10 +243,10 @@ function prepare(spec: ContainerBuildSpec): { sandboxed: Record<string, string> 
 }
 
 /** A secret build variable as a file for `--secret id=NAME,src=FILE` (0600, the build user's). */
-function writeSecret(workDir: string, v: BuildVariable): string {
-  const dir = sandboxDir(path.join(workDir, "secrets"));
+function writeSecret(workDir: string, v: BuildVariable, ids: SandboxIdentity): string {
+  const dir = sandboxDir(path.join(workDir, "secrets"), ids);
   const file = path.join(dir, v.name);
   writeFileSync(file, v.value, { mode: 0o600 });
-  if (runsAsRoot()) chownSync(file, HOST_UNPRIVILEGED_ID, HOST_UNPRIVILEGED_ID);
+  if (runsAsRoot()) chownSync(file, ids.uid, ids.gid);
   return file;
 }

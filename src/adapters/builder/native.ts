@@ -19,7 +19,8 @@ import type { MemoryCgroup } from "../sandbox/cgroups";
 import type { PidsGroup } from "../sandbox/pids";
 import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
 import { CACHE_MOUNTS, prepareCache, snapshotCache, cacheUse, type CacheSnapshot } from "./cache";
-import { findSandboxTools, handOver, sandboxDir, unreachable, writePasswd, HOST_UNPRIVILEGED_ID, SANDBOX_HOME } from "../sandbox/users";
+import { defaultIdentity, findSandboxTools, handOver, sandboxDir, unreachable, writePasswd, SANDBOX_HOME } from "../sandbox/users";
+import type { Netns } from "../sandbox";
 import { sandboxArgv, type Mount } from "../sandbox/bwrap";
 import { newStepTag, stepScriptArgv, StepOutput } from "./step-script";
 import type { BuildLine, BuildRunOptions, BuilderStep, MemoryEnforcement, NativeBuildOutcome, NativeBuildSpec, StepTiming } from "./types";
@@ -80,6 +81,7 @@ interface Run {
   pids: PidsGroup | null;
   memory: MemoryEnforcement;
   cacheBefore: CacheSnapshot | null;
+  netns: Netns | null;
 }
 
 function emit(run: Run, step: BuilderStep, stream: BuildLine["stream"], level: BuildLine["level"], line: string): void {
@@ -103,25 +105,29 @@ function outcome(run: Run, fields: Partial<NativeBuildOutcome> & Pick<NativeBuil
   };
 }
 
-/** Set up the work dir, sandbox mounts and memory limit; a string is why the build cannot start. */
-function prepare(run: Run): StepSetup | string {
+/** Set up the work dir, sandbox mounts, network and memory limit; a string is why the build cannot start. */
+async function prepare(run: Run): Promise<StepSetup | string> {
   const { spec } = run;
   const tools = findSandboxTools(spec.toolPath);
   if (typeof tools === "string") return tools;
+  const ids = spec.identity ?? defaultIdentity();
+  if (spec.network?.refusal) return spec.network.refusal;
   if (!existsSync(spec.contextDir) || !statSync(spec.contextDir).isDirectory()) return `the build context ${spec.contextDir} is not a directory`;
   mkdirSync(spec.workDir, { recursive: true, mode: 0o711 });
   if (spec.cacheDir) {
     prepareCache(spec.cacheDir);
-    handOver(spec.cacheDir);
-    for (const m of CACHE_MOUNTS) handOver(path.join(spec.cacheDir, m.name));
+    sandboxDir(spec.cacheDir, ids);
+    handOver(spec.cacheDir, ids);
+    for (const m of CACHE_MOUNTS) handOver(path.join(spec.cacheDir, m.name), ids);
   }
   for (const dir of [spec.contextDir, path.join(spec.workDir, "home"), ...(spec.cacheDir ? [path.join(spec.cacheDir, CACHE_MOUNTS[0].name, "x")] : [])]) {
-    const blocked = unreachable(dir);
-    if (blocked) return `the sandbox user (uid ${HOST_UNPRIVILEGED_ID}) cannot reach ${dir}: ${blocked} is not searchable by it (chmod o+x ${blocked})`;
+    const blocked = unreachable(dir, ids);
+    if (blocked) return `the sandbox user (uid ${ids.uid}) cannot reach ${dir}: ${blocked} is not searchable by it (chmod o+x ${blocked})`;
   }
-  const home = sandboxDir(path.join(spec.workDir, "home"));
+  const home = sandboxDir(path.join(spec.workDir, "home"), ids);
+  const tmp = sandboxDir(path.join(spec.workDir, "tmp"), ids);
   const passwd = writePasswd(path.join(spec.workDir, "etc"));
-  handOver(spec.contextDir, { force: true });
+  handOver(spec.contextDir, ids, { force: true });
   const mounts: Mount[] = [
     { host: spec.contextDir, inside: SANDBOX_APP },
     { host: home, inside: SANDBOX_HOME },
@@ -141,7 +147,11 @@ function prepare(run: Run): StepSetup | string {
   for (const v of spec.variables) if (!ENV_NAME.test(v.name)) emit(run, first, "ops", "warn", `build variable "${v.name}" is not a valid environment variable name; left out`);
   const env = buildEnvironment(spec);
   // /tmp is a sized tmpfs per step, not carried from one step to the next (decision 0227).
-  const sandboxOpts = { mounts, tmpfs: ["/tmp"], tmpSizeMb: spec.tmpMb ?? DEFAULT_TMP_MB, chdir: SANDBOX_APP, hide: spec.hide, passwd, hostname: "ops-build", user: "namespaced" as const };
+  if (spec.network?.note) emit(run, first, "ops", "warn", spec.network.note);
+  run.netns = spec.network ? await spec.network.open(false) : null;
+  const netns = run.netns;
+  const network = netns ? { enter: netns.enterArgv(), ...spec.network!.etc("ops-build") } : null;
+  const sandboxOpts = { mounts, tmpfs: ["/tmp"], tmpSizeMb: spec.tmpMb ?? DEFAULT_TMP_MB, chdir: SANDBOX_APP, hide: spec.hide, passwd, hostname: "ops-build", user: "namespaced" as const, hostUser: ids, network };
   return {
     env,
     argvFor: (tag, commands) => sandboxArgv(tools, sandboxOpts, stepScriptArgv(tag, commands)),
@@ -230,6 +240,7 @@ export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOption
     pids: null,
     memory: "none",
     cacheBefore: null,
+    netns: null,
   };
   const first: BuilderStep = spec.checks.length > 0 ? "checks" : "building";
   try {
@@ -241,7 +252,7 @@ export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOption
     }
     let setup;
     try {
-      setup = prepare(run);
+      setup = await prepare(run);
     } catch (e) {
       setup = `the build sandbox could not be prepared: ${(e as Error).message}`;
     }
@@ -264,5 +275,6 @@ export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOption
   } finally {
     await releaseLimit(run.cgroup);
     await releasePids(run.pids);
+    await run.netns?.close();
   }
 }

@@ -3,6 +3,8 @@
  * leases, the log store); a builder runs one build's commands and reports lines, timings and an
  * outcome in the spec's vocabulary (`failure_kind`).
  */
+import type { SandboxIdentity } from "../sandbox/users";
+import type { SandboxNetwork } from "../sandbox";
 
 /** A build-time variable of the service. Secret values are masked in every line a build prints. */
 export interface BuildVariable {
@@ -89,6 +91,10 @@ export interface NativeBuildSpec {
   hide?: readonly string[];
   /** PATH used to find bwrap/setpriv on the host; default the standard system PATH. */
   toolPath?: string;
+  /** The host user the sandbox runs as when ops is root: the project's own (sandbox/identity.ts); default nobody. */
+  identity?: SandboxIdentity;
+  /** The build's network namespace maker (sandbox/index.ts); omitted: the host's network. */
+  network?: SandboxNetwork;
 }
 
 export interface NativeBuildOutcome extends BuildOutcome {

@@ -8,6 +8,8 @@ import path from "node:path";
 import type { Core } from "../../core/core";
 import { readImage } from "../../domains/registries/oci/pull";
 import { createProcessRuntime } from "./process-runtime";
+import { projectIdentity, sandboxNetworkOf } from "../sandbox";
+import { defaultIdentity } from "../sandbox/users";
 import { createDockerRuntime } from "./docker";
 import { unpackImage, type Refusal } from "./unpack";
 import type { Runtime, RuntimeHooks, RuntimeImage } from "./types";
@@ -31,6 +33,8 @@ export function runtimeOf(core: Core, hooks: RuntimeHooks = {}): Runtime {
       : createProcessRuntime({
           graceMs: core.config.shutdownGraceMs,
           limits: { memoryMb: core.config.replicaMemoryMb, pids: core.config.sandboxPids, tmpMb: core.config.sandboxTmpMb },
+          identityOf: (labels) => (labels.project_id ? projectIdentity(core, labels.project_id) : defaultIdentity()),
+          network: sandboxNetworkOf(core),
           ...hooks,
         });
   core.locals.set(KEY, runtime);

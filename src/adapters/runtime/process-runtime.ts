@@ -8,6 +8,13 @@
  * cgroup is writable the replica still runs and its status and output say the limit is not
  * enforced. An OOM kill is read from the group's counters and reported as such.
  *
+ * Each replica has its own network namespace (sandbox/netns.ts, DESIGN §6): ops forwards a free
+ * port of the host's 127.0.0.1 into it and passes that number as `PORT`, so the app listens on
+ * `$PORT` at 127.0.0.1, 0.0.0.0 or [::] inside and the ingress reaches it there, and nothing else
+ * on the host does. pasta accepts on the forwarded port whether or not the app listens yet, so
+ * readiness is read from the namespace's own socket table instead of a connect. It runs as its
+ * project's host user (sandbox/identity.ts).
+ *
  * Stop: SIGTERM to the processes inside the sandbox (bwrap itself would die at once and take them
  * along without their grace period), then SIGKILL of the whole group after the grace period: bwrap
  * is pid 1's parent of the sandbox's pid namespace, so its death ends everything inside.
@@ -16,16 +23,18 @@ import { DEFAULT_PATH, startCommand, type RunningCommand } from "./process";
 import { detectMemoryController, type MemoryCgroup, type MemoryDetection } from "../sandbox/cgroups";
 import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
 import { politeTargets, sandboxArgv } from "../sandbox/bwrap";
-import { findSandboxTools, HOST_UNPRIVILEGED_ID, type SandboxTools } from "../sandbox/users";
+import { defaultIdentity, findSandboxTools, type SandboxIdentity, type SandboxTools } from "../sandbox/users";
+import { NetnsError, type Netns, type SandboxNetwork } from "../sandbox";
 import { tcpAccepts } from "./probe";
 import { RuntimeError, type MemoryStatus, type OneOffResult, type ReplicaSpec, type ReplicaStatus, type RestartPolicy, type Runtime, type RuntimeHooks } from "./types";
 
 export interface ProcessRuntimeOptions extends RuntimeHooks {
   /** How memory limits are enforced; detected on first use when omitted. */
   memory?: MemoryDetection;
-  /** The unprivileged uid/gid replicas run as when ops is root (default 65534). */
-  uid?: number;
-  gid?: number;
+  /** The host user a replica runs as when ops is root, from its labels (its project's); default nobody. */
+  identityOf?: (labels: Record<string, string>) => SandboxIdentity;
+  /** Network namespaces of replicas and one-off runs; omitted: the host's network. */
+  network?: SandboxNetwork;
   /** Default grace period of `stop` (10 s). */
   graceMs?: number;
   /** Sandbox limits (DESIGN §6): see `SandboxLimits`. */
@@ -60,6 +69,8 @@ interface Replica {
   stopRequested: boolean;
   /** Resolves when the current run's exit was handled. */
   exited: Promise<void> | null;
+  /** Its network namespace (kept across restarts, so its port stays), or null on the host's network. */
+  netns: Netns | null;
 }
 
 /** The command a replica runs: an override through `/bin/sh -c`, else the image's Entrypoint and Cmd. */
@@ -126,7 +137,8 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
 
   async function watchReady(r: Replica, generation: number): Promise<void> {
     while (r.generation === generation && r.status.state === "starting") {
-      if ((await tcpAccepts(r.status.host, r.status.port, 500)) === null) {
+      const ready = r.netns ? r.netns.listening(r.status.port) : (await tcpAccepts(r.status.host, r.status.port, 500)) === null;
+      if (ready) {
         if (r.generation === generation && r.status.state === "starting") {
           r.status.state = "running";
           changed(r);
@@ -138,7 +150,8 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
   }
 
   /** The sandboxed argv of `argv` in `image`. */
-  function inSandbox(image: ReplicaSpec["image"], argv: string[], cgroup: MemoryCgroup | null, hostname: string, pids: PidsGroup | null): string[] {
+  function inSandbox(image: ReplicaSpec["image"], argv: string[], cgroup: MemoryCgroup | null, hostname: string, pids: PidsGroup | null, labels: Record<string, string>, netns: Netns | null): string[] {
+    const network = netns && opts.network ? { enter: netns.enterArgv(), ...opts.network.etc(hostname) } : null;
     return sandboxArgv(
       tools(),
       {
@@ -148,10 +161,11 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
         tmpfs: ["/tmp"],
         tmpSizeMb: opts.limits?.tmpMb ?? 256,
         user: "host",
-        hostUser: { uid: opts.uid ?? HOST_UNPRIVILEGED_ID, gid: opts.gid ?? HOST_UNPRIVILEGED_ID },
+        hostUser: opts.identityOf?.(labels) ?? defaultIdentity(),
         cgroupProcs: cgroup?.procsFile ?? null,
         joinFirst: pids?.joinFile ? [pids.joinFile] : [],
         hostname,
+        network,
       },
       argv,
     );
@@ -160,7 +174,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
   function launch(r: Replica): void {
     const { spec } = r;
     const image = spec.image;
-    const command = inSandbox(image, replicaArgv(image.config.entrypoint, image.config.cmd, spec.command), r.cgroup, spec.labels?.service ?? "replica", r.pids);
+    const command = inSandbox(image, replicaArgv(image.config.entrypoint, image.config.cmd, spec.command), r.cgroup, spec.labels?.service ?? "replica", r.pids, spec.labels ?? {}, r.netns);
     r.generation++;
     r.oomBase = r.cgroup?.oomKills() ?? 0;
     const run = startCommand({
@@ -224,7 +238,20 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
     r.status.nextRestartAt = null;
     await r.cgroup?.remove();
     await r.pids?.remove();
+    await r.netns?.close();
     changed(r);
+  }
+
+  /** A network namespace for a sandbox (null on the host's network); a RuntimeError says why not. */
+  async function netnsFor(forward: boolean): Promise<Netns | null> {
+    if (!opts.network) return null;
+    if (opts.network.refusal) throw new RuntimeError(opts.network.refusal);
+    try {
+      return await opts.network.open(forward);
+    } catch (e) {
+      if (e instanceof NetnsError) throw new RuntimeError(e.message);
+      throw e;
+    }
   }
 
   const runtime: Runtime = {
@@ -238,6 +265,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
         throw new RuntimeError(`image ${spec.image.digest} has no Entrypoint or Cmd, and no command was given`);
       }
       tools();
+      const netns = await netnsFor(true);
       const mem = memoryFor(spec);
       const pids = pidsFor(spec, mem);
       const r: Replica = {
@@ -252,11 +280,12 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
         restartTimer: null,
         stopRequested: false,
         exited: null,
+        netns,
         status: {
           id: spec.id,
           state: "starting",
           host: "127.0.0.1",
-          port: freeLoopbackPort(),
+          port: netns?.port ?? freeLoopbackPort(),
           pid: null,
           restarts: 0,
           startedAt: null,
@@ -269,12 +298,14 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
       };
       replicas.set(spec.id, r);
       for (const what of pids.notEnforced) note(r, what);
+      if (opts.network?.note) note(r, opts.network.note);
       try {
         launch(r);
       } catch (e) {
         replicas.delete(spec.id);
         await mem.cgroup?.remove();
         await pids.group?.remove();
+        await netns?.close();
         throw new RuntimeError(`replica ${spec.id} could not start: ${(e as Error).message}`);
       }
       return { ...r.status };
@@ -315,13 +346,15 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
     async run(spec) {
       if (!spec.image.root) throw new RuntimeError(`image ${spec.image.digest} has no unpacked root: unpack it first`);
       tools();
+      const netns = await netnsFor(false);
       const mem = memoryFor(spec);
       const pids = pidsFor(spec, mem);
       for (const what of pids.notEnforced) opts.onLine?.(spec.id, "ops", what);
+      if (opts.network?.note) opts.onLine?.(spec.id, "ops", opts.network.note);
       const tail: string[] = [];
       try {
         const run = startCommand({
-          command: inSandbox(spec.image, ["/bin/sh", "-c", spec.command], mem.cgroup, spec.labels?.service ?? "release", pids.group),
+          command: inSandbox(spec.image, ["/bin/sh", "-c", spec.command], mem.cgroup, spec.labels?.service ?? "release", pids.group, spec.labels ?? {}, netns),
           cwd: "/",
           env: replicaEnv(spec.image.config.env, spec.env ?? [], freeLoopbackPort()),
           timeoutMs: spec.timeoutMs,
@@ -338,6 +371,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
       } finally {
         await mem.cgroup?.remove();
         await pids.group?.remove();
+        await netns?.close();
       }
     },
   };

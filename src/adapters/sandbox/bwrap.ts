@@ -60,6 +60,12 @@ export interface SandboxOptions {
   seccomp?: boolean;
   /** Join files of further groups (a v1 pids group: sandbox/pids.ts) joined first, before anything else. */
   joinFirst?: readonly string[];
+  /**
+   * The sandbox's own network namespace (sandbox/netns.ts): the argv prefix that enters it, run
+   * first, and the resolv.conf and hosts bound over the host's. Null: the host's network (only
+   * with OPS_SANDBOX_NETWORK=host).
+   */
+  network?: { enter: readonly string[]; resolv: string; hosts: string } | null;
 }
 
 /** Host trees bound read-only when they exist (recreated as the same symlink on merged-/usr hosts). */
@@ -173,6 +179,7 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   if ((opts.user ?? "namespaced") === "namespaced") bwrap.push("--unshare-user", "--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_GID));
   bwrap.push("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", opts.hostname ?? "ops-build", "--die-with-parent");
   bwrap.push(...hostBinds());
+  if (opts.network) bwrap.push("--ro-bind", opts.network.resolv, "/etc/resolv.conf", "--ro-bind", opts.network.hosts, "/etc/hosts");
   if (opts.passwd) bwrap.push("--ro-bind", opts.passwd.passwd, "/etc/passwd", "--ro-bind", opts.passwd.group, "/etc/group");
   bwrap.push("--proc", "/proc", "--dev", "/dev");
   const size = opts.tmpSizeMb ? ["--size", String(opts.tmpSizeMb * 1024 * 1024)] : [];
@@ -187,14 +194,15 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   if (filter) bwrap.push("--seccomp", String(SECCOMP_FD));
   bwrap.push("--chdir", opts.chdir, "--", ...argv);
 
+  const enter = opts.network ? [...opts.network.enter] : [];
   const first = [...(filter ? seccompOpenArgv(filter) : []), ...(opts.joinFirst ?? []).flatMap((f) => joinArgv(f))];
   const drop = asRoot ? dropPrivilegesArgv(tools.setpriv as string, opts.hostUser ?? { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID }) : [];
   if (privateImage) {
     ensureMountPoint();
-    return [...first, "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", opts.imageRoot as string, PRIVATE_MOUNT, opts.cgroupProcs ? joinFile(opts.cgroupProcs) : "", ...drop, ...bwrap];
+    return [...enter, ...first, "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", opts.imageRoot as string, PRIVATE_MOUNT, opts.cgroupProcs ? joinFile(opts.cgroupProcs) : "", ...drop, ...bwrap];
   }
   const join = opts.cgroupProcs ? joinArgv(opts.cgroupProcs) : [];
-  return [...first, ...join, ...drop, ...bwrap];
+  return [...enter, ...first, ...join, ...drop, ...bwrap];
 }
 
 const SHELLS = new Set(["sh", "dash", "bash", "ash", "busybox"]);

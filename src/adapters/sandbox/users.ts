@@ -1,22 +1,35 @@
 /**
  * Who runs inside the sandbox, and the tools that put it there. When ops runs as root, every
- * sandbox is entered as the host's unprivileged `nobody` (65534) first (`setpriv`), so nothing a
- * build or a replica does can act as root outside: it cannot read a root-only file even through
- * a mount it was given, and a local service that trusts its peer's uid sees `nobody`. Otherwise
- * the sandbox runs as ops's own user.
+ * sandbox is entered as its project's own unprivileged host user first (`setpriv`; identity.ts
+ * gives each project a uid/gid of its own, DESIGN §6 "Identity"), so nothing a build or a replica
+ * does can act as root outside or as another project: it cannot read a root-only file even
+ * through a mount it was given, nor another project's 0700 build dirs, caches or images.
+ * Otherwise the sandbox runs as ops's own user.
  *
  * bwrap resolves the directories it binds as that user, so they must be reachable by it
  * (`unreachable` names the first directory in the way): ops creates its data dir 0755.
  */
-import { chownSync, existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { lchownSync, lstatSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { DEFAULT_PATH } from "../runtime/process";
 
 /** The user builds run as inside their user namespace (and that owns an image's files). */
 export const SANDBOX_UID = 1000;
 export const SANDBOX_GID = 1000;
-/** The host user a root ops drops to before entering a sandbox. */
+/** The host user of a sandbox that belongs to no project (none today; tests of the adapters). */
 export const HOST_UNPRIVILEGED_ID = 65534;
+
+/** A host uid/gid a sandbox runs as. */
+export interface SandboxIdentity {
+  uid: number;
+  gid: number;
+}
+
+/** `nobody` when ops is root, else ops's own user. */
+export function defaultIdentity(): SandboxIdentity {
+  if (runsAsRoot()) return { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID };
+  return { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+}
 /** Home of the build user inside the sandbox. */
 export const SANDBOX_HOME = "/home/build";
 
@@ -48,20 +61,15 @@ export function dropPrivilegesArgv(setpriv: string, ids: { uid: number; gid: num
   return [setpriv, `--reuid=${ids.uid}`, `--regid=${ids.gid}`, "--clear-groups", "--"];
 }
 
-/** The host uid/gid that files written by the sandbox belong to. */
-export function hostIds(): { uid: number; gid: number } {
-  if (runsAsRoot()) return { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID };
-  return { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
-}
 
 /**
  * Make `dir` (recursively) owned by the sandbox's host user, so a build may write in it. Only
  * needed when ops runs as root; symlinks are re-owned, never followed. Skips a tree whose root
  * already has the right owner (a cache the sandbox created).
  */
-export function handOver(dir: string, opts: { force?: boolean } = {}): void {
+export function handOver(dir: string, ids: SandboxIdentity, opts: { force?: boolean } = {}): void {
   if (!runsAsRoot()) return;
-  const { uid, gid } = hostIds();
+  const { uid, gid } = ids;
   const top = lstatSync(dir);
   if (!opts.force && top.uid === uid && top.gid === gid) return;
   const walk = (p: string) => {
@@ -76,9 +84,9 @@ export function handOver(dir: string, opts: { force?: boolean } = {}): void {
  * Null when the sandbox's host user can reach `p` (every parent searchable by it), else the first
  * directory in the way. Only a root ops changes user; otherwise ops reaches what it created.
  */
-export function unreachable(p: string): string | null {
+export function unreachable(p: string, ids: SandboxIdentity): string | null {
   if (!runsAsRoot()) return null;
-  const { uid, gid } = hostIds();
+  const { uid, gid } = ids;
   let dir = path.dirname(path.resolve(p));
   for (;;) {
     const st = lstatSync(dir);
@@ -90,10 +98,13 @@ export function unreachable(p: string): string | null {
   }
 }
 
-/** Create a directory for the sandbox's user (owned by it when ops is root). */
-export function sandboxDir(dir: string): string {
-  if (!existsSync(dir)) mkdirSync(dir, { mode: 0o700 });
-  if (runsAsRoot()) chownSync(dir, HOST_UNPRIVILEGED_ID, HOST_UNPRIVILEGED_ID);
+/** Create a directory for the sandbox's user, 0700 (owned by it when ops is root). */
+export function sandboxDir(dir: string, ids: SandboxIdentity): string {
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  if (!st) mkdirSync(dir, { mode: 0o700 });
+  else if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
+  // lchown: a link put in place meanwhile is re-owned itself, never what it names.
+  if (runsAsRoot()) lchownSync(dir, ids.uid, ids.gid);
   return dir;
 }
 

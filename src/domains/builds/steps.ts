@@ -29,6 +29,7 @@ import { signImage } from "./signing";
 import { scanImageFiles, describeHits } from "./secret-scan";
 import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
 import { cacheDirOf, reachableDir } from "./lifecycle";
+import { projectIdentity, sandboxNetworkOf } from "../../adapters/sandbox";
 import type { BuildLog } from "./log";
 import type { BuildRow, StepName } from "./rows";
 import type { BuildState, FailureKind } from "./model";
@@ -169,6 +170,8 @@ function nativeBase(ctx: StepContext, plan: BuildPlan, vars: BuildVariable[]) {
     pids: core.config.sandboxPids,
     tmpMb: core.config.sandboxTmpMb,
     hide: [core.config.dataDir],
+    identity: projectIdentity(core, ctx.row.projectId),
+    network: sandboxNetworkOf(core),
   };
 }
 
@@ -206,6 +209,8 @@ async function build(ctx: StepContext): Promise<StepDone> {
         commit: row.commitSha,
         commitTime: row.commitTime,
         source: row.repo,
+        identity: projectIdentity(core, row.projectId),
+        network: sandboxNetworkOf(core),
       },
       { onLine: lineSink(ctx), signal: ctx.signal, now: () => core.clock.now() },
     );

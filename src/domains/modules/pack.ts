@@ -23,6 +23,7 @@ import path from "node:path";
 import type { Core } from "../../core/core";
 import { PathRefused, readInside } from "../../core/inside";
 import { runNativeBuild } from "../../adapters/builder/native";
+import { projectIdentity, sandboxNetworkOf } from "../../adapters/sandbox";
 import { runLimited } from "../../adapters/builder/limits";
 import { DEFAULT_PATH } from "../../adapters/runtime/process";
 import { storedVersion } from "../registries/service";
@@ -42,6 +43,8 @@ export interface PackContext {
   workDir: string;
   log: LogLine;
   signal?: AbortSignal;
+  /** Whose sandbox identity and network `npm pack` (and the package's own scripts) run with. */
+  project: { id: string };
 }
 
 /** A step that failed for a reason the log explains. */
@@ -231,6 +234,8 @@ export async function packLayer(ctx: PackContext, plan: ModulePlan, m: PlannedMo
       tmpMb: core.config.sandboxTmpMb,
       output: ".",
       hide: [core.config.dataDir],
+      identity: projectIdentity(core, ctx.project.id),
+      network: sandboxNetworkOf(core),
     },
     { onLine: (l) => ctx.log(l.level, l.line), signal: ctx.signal, now: () => core.clock.now() },
   );

@@ -1,6 +1,6 @@
 /**
  * Job runs: requested by hand (202, one live run per job) or by the job's cron schedule, executed
- * by the scheduler as a child process (src/adapters/runtime/process.ts) with the env group's
+ * by the scheduler in its project's sandbox (jobArgv below: bwrap, its own network namespace, the project's host user) with the env group's
  * values as environment, a scratch working directory under `run/jobs/`, a timeout and captured
  * output (stdout `info`, stderr `warn`, ops's own notes `info`/`error`). Values of `secret`
  * variables are masked (`***`) in the captured output, as CI systems do.
@@ -9,7 +9,7 @@
  * them failed; after a crash, `recoverInterruptedRuns` (ops serve start-up) marks the runs left
  * `running` failed with the reason, and the scheduler never runs them twice.
  */
-import { mkdirSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { Core } from "../../core/core";
@@ -22,6 +22,9 @@ import { OpsError } from "../../core/errors";
 import { nextCronRun, type ItemContext } from "../../core/scheduler";
 import { assertNotArchived } from "../access/service";
 import { startCommand, DEFAULT_PATH, type RunningCommand } from "../../adapters/runtime/process";
+import { projectIdentity, sandboxNetworkOf, type Netns } from "../../adapters/sandbox";
+import { sandboxArgv } from "../../adapters/sandbox/bwrap";
+import { findSandboxTools, sandboxDir } from "../../adapters/sandbox/users";
 import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
 import { jobRunLines, jobRuns, jobSchedules } from "./tables";
 import { auditTarget, findResource, getResourceRow, resourceById, specOf, type Place, type ResourceRow } from "./rows";
@@ -218,8 +221,32 @@ function finishRun(core: Core, runId: number, status: "succeeded" | "failed", ex
   core.db.update(jobRuns).set({ status, exitCode, error, finishedAt: core.clock.now() }).where(eq(jobRuns.id, runId)).run();
 }
 
-function workDirOf(core: Core, job: ResourceRow, runId: number): string {
-  return path.join(core.config.dataDir, "run", "jobs", job.projectId, job.environment ?? "_", job.name, String(runId));
+/** The run's home on the host: `run/jobs/<run id>`, its parents reachable by the project's sandbox user. */
+function workDirOf(core: Core, _job: ResourceRow, runId: number): string {
+  let dir = core.config.dataDir;
+  for (const part of ["run", "jobs"]) {
+    dir = path.join(dir, part);
+    mkdirSync(dir, { recursive: true });
+    chmodSync(dir, 0o755);
+  }
+  return path.join(dir, String(runId));
+}
+
+/** Where a run's home is inside its sandbox. */
+const JOB_HOME = "/home/job";
+
+/**
+ * The argv that runs a job's command in its project's sandbox (DESIGN §6): the host's system
+ * trees read-only, its home writable, a sized /tmp, its own network namespace, the project's host
+ * user; nothing of ops's data dir. A job is project code like a build step.
+ */
+function jobArgv(core: Core, job: ResourceRow, workDir: string, command: string, netns: Netns | null): string[] {
+  const tools = findSandboxTools(DEFAULT_PATH, "job runs");
+  if (typeof tools === "string") throw new Error(tools);
+  const ids = projectIdentity(core, job.projectId);
+  sandboxDir(workDir, ids);
+  const network = netns ? { enter: netns.enterArgv(), ...sandboxNetworkOf(core).etc("ops-job") } : null;
+  return sandboxArgv(tools, { mounts: [{ host: workDir, inside: JOB_HOME }], chdir: JOB_HOME, hide: [core.config.dataDir], tmpfs: ["/tmp"], user: "host", hostUser: ids, hostname: "ops-job", network }, ["/bin/sh", "-c", command]);
 }
 
 /** The scheduler item handler: execute one queued run. Never throws for a failing command. */
@@ -240,7 +267,7 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
   const workDir = workDirOf(core, job, run.id);
   const env: Record<string, string> = {
     PATH: DEFAULT_PATH,
-    HOME: workDir,
+    HOME: JOB_HOME,
     OPS_PROJECT: core.access.findProjectById(job.projectId)?.slug ?? "",
     OPS_ENVIRONMENT: job.environment ?? "",
     OPS_JOB: job.name,
@@ -261,12 +288,38 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
   }
   const writer = new LineWriter(core, run.id, mask);
   writer.add("info", `run ${run.id} started (${run.trigger}; timeout ${timeoutSecs}s${item.resumed ? "; resumed" : ""})`);
+  const network = sandboxNetworkOf(core);
+  let netns: Netns | null = null;
+  if (network.note) writer.add("warn", network.note);
+  // Live from here: a shutdown while the sandbox's network is being made stops the run before it starts.
+  let startingStopped = false;
+  let started!: (r: RunningCommand | null) => void;
+  const starting = new Promise<RunningCommand | null>((resolve) => (started = resolve));
+  liveRuns(core).set(run.id, {
+    pid: 0,
+    done: starting.then((r) => r?.done ?? { exitCode: null, signal: null, timedOut: false, stopped: true }),
+    stop: (graceMs) => {
+      startingStopped = true;
+      void starting.then((r) => r?.stop(graceMs));
+    },
+  });
   let running: RunningCommand;
   try {
-    mkdirSync(workDir, { recursive: true, mode: 0o700 });
+    if (network.refusal) throw new Error(network.refusal);
+    netns = await network.open(false);
+    if (startingStopped) {
+      writer.add("error", "ops shut down during the run");
+      writer.close();
+      finishRun(core, run.id, "failed", null, "ops shut down during the run");
+      started(null);
+      liveRuns(core).delete(run.id);
+      await netns?.close();
+      rmSync(workDir, { recursive: true, force: true });
+      return;
+    }
     running = startCommand({
-      command: spec.command,
-      cwd: workDir,
+      command: jobArgv(core, job, workDir, spec.command, netns),
+      cwd: "/",
       env,
       timeoutMs: timeoutSecs * 1000,
       onLine: (stream, line) => writer.add(stream === "stdout" ? "info" : "warn", line),
@@ -275,8 +328,13 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
     writer.add("error", `could not start the command: ${(e as Error).message}`);
     writer.close();
     finishRun(core, run.id, "failed", null, "the command could not be started");
+    started(null);
+    liveRuns(core).delete(run.id);
+    await netns?.close();
+    rmSync(workDir, { recursive: true, force: true });
     return;
   }
+  started(running);
   liveRuns(core).set(run.id, running);
   try {
     const res = await running.done;
@@ -290,6 +348,7 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
     finishRun(core, run.id, error ? "failed" : "succeeded", res.exitCode, error);
   } finally {
     liveRuns(core).delete(run.id);
+    await netns?.close();
     rmSync(workDir, { recursive: true, force: true });
   }
 }

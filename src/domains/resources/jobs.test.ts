@@ -1,5 +1,5 @@
 import { describe, test, expect, afterAll, beforeAll } from "bun:test";
-import { existsSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "../../../test/harness";
@@ -15,6 +15,8 @@ const TOKEN_VALUE = "tok-9f2c71b4e0d8";
 
 beforeAll(async () => {
   t = await createTestApp();
+  // As `ops serve` makes it: the project's sandbox user walks through the data dir to its run's home.
+  chmodSync(t.dataDir, 0o755);
   p = await projectWithOwner(t);
   await expectStatus(await p.req("POST", "/resources/secret-group", { name: "jobs-env", spec: { variables: [] } }), 201);
   await expectStatus(await p.req("PUT", "/resources/secret-group/jobs-env/variables/API_TOKEN", { value: TOKEN_VALUE }), 200);
@@ -64,13 +66,12 @@ describe("POST …/resources/job/{name}/run", () => {
     const run = await runToEnd("slow", { command: "echo start; sleep 30 & sleep 30; echo never", timeout_secs: 1 });
     expect(run).toMatchObject({ status: "failed", error: "timed out after 1s", exit_code: null });
   });
-  test("the working directory is under the data dir's run/jobs and is removed afterwards", async () => {
-    const run = await runToEnd("where", { command: "pwd; touch scratch-file; ls" });
+  test("the working directory is the run's home in its sandbox, kept under the data dir's run/jobs and removed afterwards", async () => {
+    const run = await runToEnd("where", { command: `pwd; touch scratch-file; ls; test -e ${JSON.stringify(t.dataDir)} && echo data-dir-visible || echo no-data-dir` });
     const log = await expectStatus(await p.req("GET", `/resources/job/where/runs/${run.id}/log`), 200);
-    const dir = log.lines[1].line as string;
-    expect(dir.startsWith(path.join(t.dataDir, "run", "jobs"))).toBe(true);
-    expect(log.lines[2].line).toBe("scratch-file");
-    expect(existsSync(dir)).toBe(false);
+    expect(log.lines.slice(1, 4).map((l: { line: string }) => l.line)).toEqual(["/home/job", "scratch-file", "no-data-dir"]);
+    expect(existsSync(path.join(t.dataDir, "run", "jobs", String(run.id)))).toBe(false);
+    expect(readdirSync(path.join(t.dataDir, "run", "jobs"))).toEqual([]);
   });
   test("404 unknown job; 401; 403 for a viewer (no jobs.run)", async () => {
     await expectStatus(await p.req("POST", "/resources/job/nope/run"), 404);
@@ -178,6 +179,7 @@ describe("a server stop in the middle of a run leaves a consistent record", () =
   });
   test("a graceful stop ends the child and records the run as failed", async () => {
     const dir = tempDir();
+    chmodSync(dir, 0o755);
     try {
       const a = await createTestApp({ dataDir: dir, env: { OPS_SHUTDOWN_GRACE_MS: "2000" } });
       const q = await projectWithOwner(a);
