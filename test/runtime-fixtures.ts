@@ -20,7 +20,8 @@ import type { RuntimeImage } from "../src/adapters/runtime/types";
  * streams the request body back as it arrives; `/bytes?n=` streams n bytes, pausing after the
  * first chunk until `/release` is called on the same replica; `/crash` exits 3; `/hog` allocates
  * until the memory limit stops it; `/tmp-fill?mb=` writes that many MiB to /tmp and says how far
- * it got and why it stopped; WebSocket upgrades on any path echo every message.
+ * it got and why it stopped; `/connect?host=&port=` tries a TCP connection from inside the sandbox
+ * and says whether it opened or why not; WebSocket upgrades on any path echo every message.
  */
 export const APP_JS = String.raw`
 const http = require("http");
@@ -81,6 +82,14 @@ const server = http.createServer((req, res) => {
     res.end("eating");
     const keep = [];
     setInterval(() => { for (let i = 0; i < 8; i++) keep.push(Buffer.alloc(4 * 1024 * 1024, i + 1)); }, 20);
+    return;
+  }
+  if (url.pathname === "/connect") {
+    const sock = require("net").connect({ host: url.searchParams.get("host"), port: Number(url.searchParams.get("port")), timeout: 3000 });
+    const done = (r) => { sock.destroy(); if (!res.headersSent) res.end(JSON.stringify(r)); };
+    sock.on("connect", () => done({ ok: true, code: null }));
+    sock.on("timeout", () => done({ ok: false, code: "ETIMEDOUT" }));
+    sock.on("error", (e) => done({ ok: false, code: e.code }));
     return;
   }
   if (url.pathname === "/slow") {

@@ -21,7 +21,7 @@ import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from ".
 import { CACHE_MOUNTS, prepareCache, snapshotCache, cacheUse, type CacheSnapshot } from "./cache";
 import { defaultIdentity, findSandboxTools, handOver, sandboxDir, unreachable, writePasswd, SANDBOX_HOME } from "../sandbox/users";
 import type { Netns } from "../sandbox";
-import { sandboxArgv, type Mount } from "../sandbox/bwrap";
+import { hostTrustVariables, sandboxArgv, type Mount } from "../sandbox/bwrap";
 import { newStepTag, stepScriptArgv, StepOutput } from "./step-script";
 import type { BuildLine, BuildRunOptions, BuilderStep, MemoryEnforcement, NativeBuildOutcome, NativeBuildSpec, StepTiming } from "./types";
 
@@ -43,6 +43,7 @@ export function buildEnvironment(spec: Pick<NativeBuildSpec, "variables">): Reco
     TMPDIR: "/tmp",
     LANG: "C.UTF-8",
     CI: "true",
+    ...hostTrustVariables(),
   };
   for (const v of spec.variables) if (ENV_NAME.test(v.name)) env[v.name] = v.value;
   return env;

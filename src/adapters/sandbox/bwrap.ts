@@ -220,3 +220,21 @@ export function politeTargets(pid: number): number[] {
   const parents = new Set(inside.map((p) => p.ppid));
   return inside.filter((p) => !(SHELLS.has(p.comm) && parents.has(p.pid))).map((p) => p.pid);
 }
+
+const TRUST_VARIABLES = ["NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"] as const;
+
+/**
+ * ops's own TLS trust settings that name a file the sandbox sees too (under the bound system trees
+ * or /etc/ssl, /etc/ca-certificates, /etc/pki), passed on to builds and job runs: a host behind a
+ * TLS-inspecting proxy that trusts its CA for ops trusts it for dependency installs alike
+ * (decision 0203). Anything else of ops's environment stays out.
+ */
+export function hostTrustVariables(env: Record<string, string | undefined> = process.env): Record<string, string> {
+  const out: Record<string, string> = {};
+  const seen = [...HOST_TREES, "/etc/ssl", "/etc/ca-certificates", "/etc/pki"];
+  for (const name of TRUST_VARIABLES) {
+    const v = env[name];
+    if (v && path.isAbsolute(v) && !v.split("/").includes("..") && seen.some((t) => isInside(v, t)) && existsSync(v)) out[name] = v;
+  }
+  return out;
+}

@@ -23,7 +23,7 @@ import { nextCronRun, type ItemContext } from "../../core/scheduler";
 import { assertNotArchived } from "../access/service";
 import { startCommand, DEFAULT_PATH, type RunningCommand } from "../../adapters/runtime/process";
 import { projectIdentity, sandboxNetworkOf, type Netns } from "../../adapters/sandbox";
-import { sandboxArgv } from "../../adapters/sandbox/bwrap";
+import { hostTrustVariables, sandboxArgv } from "../../adapters/sandbox/bwrap";
 import { findSandboxTools, sandboxDir } from "../../adapters/sandbox/users";
 import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
 import { jobRunLines, jobRuns, jobSchedules } from "./tables";
@@ -268,6 +268,7 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
   const env: Record<string, string> = {
     PATH: DEFAULT_PATH,
     HOME: JOB_HOME,
+    ...hostTrustVariables(),
     OPS_PROJECT: core.access.findProjectById(job.projectId)?.slug ?? "",
     OPS_ENVIRONMENT: job.environment ?? "",
     OPS_JOB: job.name,
