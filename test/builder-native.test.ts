@@ -16,6 +16,7 @@ import { builderJoinArgv, releaseLimit } from "../src/adapters/builder/limits";
 import { secretMasker } from "../src/adapters/runtime/process";
 import { HOST_UNPRIVILEGED_ID, runsAsRoot, sandboxArgv } from "../src/adapters/builder/sandbox";
 import { findSandboxTools } from "../src/adapters/sandbox/users";
+import { hostTrustVariables } from "../src/adapters/sandbox/bwrap";
 import type { BuildLine, NativeBuildSpec } from "../src/adapters/builder/types";
 
 let root: string;
@@ -73,7 +74,8 @@ describe("sandbox", () => {
     const out = log.lines.filter((l) => l.stream === "stdout").map((l) => l.line);
     expect(out.slice(0, 3)).toEqual(["1000", "1000", "/app"]);
     const envKeys = out.filter((l) => /^[A-Z_]+=/.test(l)).map((l) => l.split("=")[0]);
-    expect(envKeys.sort()).toEqual(["API_KEY", "CI", "HOME", "LANG", "LOGNAME", "NODE_ENV", "PATH", "PWD", "TMPDIR", "USER"]);
+    // Besides the build's own: the CA files ops trusts itself, when it is given any (decision 0203).
+    expect(envKeys.sort()).toEqual(["API_KEY", "CI", "HOME", "LANG", "LOGNAME", "NODE_ENV", "PATH", "PWD", "TMPDIR", "USER", ...Object.keys(hostTrustVariables())].sort());
     expect(log.text()).not.toContain("s3cr3t-value-123");
     expect(out).toContain("API_KEY=***");
     expect(out).toContain("key=***");

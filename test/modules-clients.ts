@@ -57,10 +57,14 @@ export function consumers(t: TestApp, token: string): Consumers {
 }
 
 /** A loopback server whose first `failures` requests answer 503, then 200. */
-export function flakyServer(failures: number): { url: string; hits: () => number; stop: () => void } {
+/**
+ * An asset host on the host's 127.0.0.1 that answers 503 `failures` times. A sandbox reaches it only
+ * when the test lists its `port` in OPS_SANDBOX_HOST_PORTS, as an operator would for a host service.
+ */
+export function flakyServer(failures: number, port = freePort()): { url: string; hits: () => number; stop: () => void } {
   let n = 0;
   const server = Bun.serve({
-    port: freePort(),
+    port,
     hostname: "127.0.0.1",
     fetch: () => {
       n++;

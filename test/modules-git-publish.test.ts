@@ -14,7 +14,7 @@
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { eq } from "drizzle-orm";
 import { rmSync } from "node:fs";
-import { expectStatus, type TestApp } from "./harness";
+import { expectStatus, freePort, type TestApp } from "./harness";
 import { makePerson, makeProject, mintToken, type Person } from "./fixtures";
 import { buildsApp, buildsDataDir, drain, opsToml, SAMPLE_APP, LocalRepo } from "./builds-fixtures";
 import { writeTree } from "./support/registries";
@@ -36,6 +36,8 @@ const FAILED_AT_LAYERS = [
   ["layers", false],
 ];
 const dataDir = buildsDataDir();
+/** The asset host the prepack scripts download from: a host port sandboxes may reach (OPS_SANDBOX_HOST_PORTS). */
+const ASSET_PORT = freePort();
 let t: TestApp;
 let dana: Person;
 let pushToken: string;
@@ -64,7 +66,7 @@ async function pushLib(...refs: string[]): Promise<BuildResponse[]> {
 }
 
 beforeAll(async () => {
-  t = await buildsApp({ OPS_BUILD_STEP_TIMEOUT_SECS: "300" }, { dataDir });
+  t = await buildsApp({ OPS_BUILD_STEP_TIMEOUT_SECS: "300", OPS_SANDBOX_HOST_PORTS: String(ASSET_PORT) }, { dataDir });
   makeProject(t, SLUG);
   makeProject(t, "shop");
   dana = await makePerson(t, [{ role: "developer", project: SLUG }]);
@@ -208,7 +210,7 @@ describe("a tag pushed with git publishes the modules through a publish build", 
   }, 300_000);
 
   test("v1.1.0: the layers step fails (publish); the retry publishes the layers without republishing the crates", async () => {
-    const flaky = flakyServer(1);
+    const flaky = flakyServer(1, ASSET_PORT);
     try {
       writeTree(clone, modulesRepo({ betaPrepack: fetchingPrepack(flaky.url), extra: { "modules/beta/CHANGELOG.md": "## 1.1.0\n\nBeta downloads an asset.\n\n## 1.0.0\n\nBeta builds on alpha.\n" } }));
       await git(clone, "commit", "-q", "-am", "Beta downloads an asset when packed");

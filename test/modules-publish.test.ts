@@ -11,7 +11,7 @@
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { chmodSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { createTestApp, expectStatus, tempDir, type TestApp } from "./harness";
+import { createTestApp, expectStatus, freePort, tempDir, type TestApp } from "./harness";
 import { makePerson, makeProject, mintToken, type Person } from "./fixtures";
 import { writeTree } from "./support/registries";
 import { SYSTEM_ACTOR } from "../src/core/audit";
@@ -20,6 +20,8 @@ import { planModules, publishCrates, publishLayers, publishLocales, publishModul
 import { modulesRepo, claimModuleNames } from "./support/modules";
 import { consumers, flakyServer, fetchingPrepack } from "./modules-clients";
 
+/** The asset host the prepack scripts download from: a host port sandboxes may reach (OPS_SANDBOX_HOST_PORTS). */
+const ASSET_PORT = freePort();
 let t: TestApp;
 let dana: Person;
 let acme: ProjectRef;
@@ -50,7 +52,7 @@ function context(plan: ModulePlan, treeDir: string, log: string[]): PublishConte
 const audits = (target: string) => t.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM audit_log WHERE target = ? AND outcome = 'allowed'").get(target)!.n;
 
 beforeAll(async () => {
-  t = await createTestApp();
+  t = await createTestApp({ env: { OPS_SANDBOX_HOST_PORTS: String(ASSET_PORT) } });
   // The sandbox user must reach the work dirs under the data dir (ops creates its data dir 0755).
   chmodSync(t.dataDir, 0o755);
   makeProject(t, SLUG);
@@ -144,7 +146,7 @@ describe("publishing modules with the real tools", () => {
   }, 120_000);
 
   test("v1.1.0: layers fail (the prepack download is refused); a retry publishes the layers, not the crates", async () => {
-    const flaky = flakyServer(1);
+    const flaky = flakyServer(1, ASSET_PORT);
     try {
       const files = modulesRepo({ betaPrepack: fetchingPrepack(flaky.url), extra: { "modules/alpha/src/lib.rs": "pub fn value() -> u32 { 51 }\n" } });
       const dir = tree(files);
