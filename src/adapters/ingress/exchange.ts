@@ -14,27 +14,14 @@ import { Wait } from "./types";
 import { ChunkedDecoder, reframe } from "./chunked";
 import { Out } from "./serializer";
 import type { RequestHead } from "./request-parser";
-import { lookup, normaliseHost } from "./table";
+import { lookup } from "./table";
 import { badGatewayPage, notRoutedPage, type Page } from "./pages";
 import { candidates, connect, forget, release, replicaFor, writeConn } from "./pool";
 import { afterRequests, clientFlow, endClient, nextRequest, respond, waitIdle } from "./listener";
 
-/** Host headers as the table keys them, remembered (most traffic repeats a few hosts). */
-const hosts = new Map<string, string>();
-function hostOf(raw: string | null): string {
-  if (raw === null) return "";
-  let h = hosts.get(raw);
-  if (h === undefined) {
-    h = normaliseHost(raw);
-    if (hosts.size >= 1024) hosts.clear();
-    hosts.set(raw, h);
-  }
-  return h;
-}
-
 export function startExchange(ctx: Ctx, c: Client, req: RequestHead, forward: string | Buffer): void {
   if (ctx.stopping) req.close = true;
-  const host = hostOf(req.host);
+  const host = c.hostKey;
   const target = lookup(ctx.table, host, req.path);
   if (!target) {
     const q = req.path.indexOf("?");

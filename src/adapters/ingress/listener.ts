@@ -20,6 +20,7 @@ import type { Client, ClientSocket, Ctx } from "./types";
 import { Wait } from "./types";
 import { HttpError } from "./http-error";
 import { parseRequestHead, type RequestHead } from "./request-parser";
+import { normaliseHost } from "./table";
 import { forwardedFields, peerAddress } from "./forwarded";
 import { requestHeadOut } from "./serializer";
 import { badRequestPage, pageBytes, type Page } from "./pages";
@@ -108,20 +109,18 @@ export function nextRequest(ctx: Ctx, c: Client): void {
     }
     let req: RequestHead;
     try {
-      req = parseRequestHead(buf.toString("latin1", 0, end));
+      req = parseRequestHead(buf.toString("latin1", 0, end), c.lastHost);
     } catch (e) {
       return refuse(ctx, c, e);
     }
     c.buf = end + 4 < buf.length ? buf.subarray(end + 4) : null;
     if (req.strippedCredential) ctx.metrics.credentialsStripped++;
-    let fields: string;
-    if (!c.trusted) {
-      if (c.fields === null || c.fieldsHost !== req.host) {
-        c.fields = forwardedFields(req.forwarding, c.ip, false, ctx.settings.trusted, req.host, c.proto);
-        c.fieldsHost = req.host;
-      }
-      fields = c.fields;
-    } else fields = forwardedFields(req.forwarding, c.ip, true, ctx.settings.trusted, req.host, c.proto);
+    if (req.host !== c.lastHost) {
+      c.lastHost = req.host;
+      c.hostKey = normaliseHost(req.host);
+      c.fields = null;
+    }
+    const fields = c.trusted ? forwardedFields(req.forwarding, c.ip, true, ctx.settings.trusted, req.host, c.proto) : (c.fields ??= forwardedFields(req.forwarding, c.ip, false, ctx.settings.trusted, req.host, c.proto));
     if (c.proto === "http" && ctx.plain !== null) {
       const own = ctx.plain(c, req);
       if (own !== null) {
@@ -222,7 +221,7 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
   return {
     open(sock) {
       const ip = peerAddress(sock.remoteAddress);
-      const c: Client = { socket: sock, ip, proto, trusted: s.trusted.has(ip), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, peerEnded: false, ended: false, closed: false, paused: false, fields: null, fieldsHost: null, wait: Wait.Head, deadline: Date.now() + s.headerTimeoutMs };
+      const c: Client = { socket: sock, ip, proto, trusted: s.trusted.has(ip), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, peerEnded: false, ended: false, closed: false, paused: false, lastHost: null, hostKey: "", fields: null, wait: Wait.Head, deadline: Date.now() + s.headerTimeoutMs };
       sock.data = c;
       const mine = (ctx.perAddress.get(ip) ?? 0) + 1;
       if (mine > s.maxConnPerIp || ctx.clients.size >= s.maxConnections) {
@@ -249,10 +248,6 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
       if (c.ended) return;
       try {
         if (c.ex) return clientBytes(ctx, c, bytes);
-        if (c.wait === Wait.Idle) {
-          c.wait = Wait.Head;
-          c.deadline = Date.now() + s.headerTimeoutMs;
-        }
         if (c.buf) c.buf = Buffer.concat([c.buf, bytes]);
         else {
           c.buf = bytes;

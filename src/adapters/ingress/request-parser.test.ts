@@ -72,6 +72,21 @@ describe("request heads", () => {
     expect([zero.body, zero.hasLength]).toEqual([0, true]);
   });
 
+  test("the connection's previous Host is reused only when the value is the same text; any other is checked", () => {
+    const last = parseRequestHead("GET / HTTP/1.1\r\nHost: shop.test:8081").host!;
+    expect(parseRequestHead("GET /next HTTP/1.1\r\nHost:  shop.test:8081 ", last).host).toBe(last);
+    expect(parseRequestHead("GET / HTTP/1.1\r\nHost: other.test", last).host).toBe("other.test");
+    for (const h of ["shop.test:8081/x", "shop.test:8081:1", "shop.test:8081 x", "a b"]) {
+      let status = 0;
+      try {
+        parseRequestHead(`GET / HTTP/1.1\r\nHost: ${h}`, last);
+      } catch (e) {
+        status = (e as { status: number }).status;
+      }
+      expect([h, status]).toEqual([h, 400]);
+    }
+  });
+
   test("request lines: methods in upper case, HTTP/1.0 or 1.1, origin or absolute form; CONNECT and TRACE are 405", () => {
     for (const l of ["get / HTTP/1.1", "GET  / HTTP/1.1", "GET\t/ HTTP/1.1", "GET / HTTP/1.2", "GET / HTTP/2.0", "GET /", "GET / http/1.1", "GET foo HTTP/1.1", "GET * HTTP/1.1", "GET http://a@b/ HTTP/1.1"]) expect([l, refused(`${l}\r\nHost: a`)]).toEqual([l, 400]);
     expect(refused("CONNECT a:443 HTTP/1.1\r\nHost: a")).toBe(405);

@@ -182,11 +182,27 @@ function value(head: string, a: number, b: number, spacesOnly: boolean): string 
 
 const join = (prior: string | null, v: string) => (prior === null ? v : `${prior}, ${v}`);
 
+/** The Host value in `head[a, b)`, trimmed: `last` itself when it is the same text (no new string). */
+function hostValue(head: string, a: number, b: number, last: string | null): string {
+  for (let c = head.charCodeAt(a); a < b && (c === 32 || c === 9); c = head.charCodeAt(++a));
+  for (let c = head.charCodeAt(b - 1); b > a && (c === 32 || c === 9); c = head.charCodeAt(--b - 1));
+  return last !== null && b - a === last.length && head.startsWith(last, a) ? last : head.slice(a, b);
+}
+
+/** Methods most requests use, as constants (a slice of the head would be a new string each time). */
+const METHODS = ["GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"];
+
+function methodOf(head: string, end: number): string {
+  for (const m of METHODS) if (m.length === end && head.startsWith(m)) return m;
+  return head.slice(0, end);
+}
+
 /**
  * Parse a request head (`head` = the bytes before the blank line, as latin1). Throws HttpError
- * (400, or 405 for CONNECT and TRACE) for anything malformed or ambiguous.
+ * (400, or 405 for CONNECT and TRACE) for anything malformed or ambiguous. `lastHost` is the Host
+ * value of the connection's previous request: the same value again is taken as already checked.
  */
-export function parseRequestHead(head: string): RequestHead {
+export function parseRequestHead(head: string, lastHost: string | null = null): RequestHead {
   const nl = head.indexOf("\r\n");
   const eol = nl < 0 ? head.length : nl;
   const line = requestLine(head, eol);
@@ -200,7 +216,7 @@ export function parseRequestHead(head: string): RequestHead {
       ascii = false;
     }
   }
-  const method = head.slice(0, line[0]);
+  const method = methodOf(head, line[0]);
   if (method === "CONNECT") throw new HttpError(405, "the ingress does not tunnel CONNECT");
   if (method === "TRACE") throw new HttpError(405, "the ingress does not answer TRACE");
   const http10 = line[2] === 48;
@@ -233,14 +249,15 @@ export function parseRequestHead(head: string): RequestHead {
           drop = true;
           break;
         }
+        if (kind === F.Host) {
+          host = hostValue(head, colon + 1, end, lastHost);
+          hosts++;
+          break;
+        }
         // Framing values are trimmed of spaces only: a tab there is read as part of the value by
         // some servers (nginx), so such a request is refused rather than framed.
         const v = value(head, colon + 1, end, kind === F.ContentLength || kind === F.TransferEncoding);
         switch (kind) {
-          case F.Host:
-            host = v;
-            hosts++;
-            break;
           case F.ContentLength:
             length = v;
             lengths++;
@@ -312,7 +329,7 @@ export function parseRequestHead(head: string): RequestHead {
   if (head.length > runStart) keep.push(runStart, head.length);
 
   if (hosts > 1) throw bad("the request has more than one Host field");
-  if (host !== null && host !== "" && !HOST_VALUE.test(host)) throw bad("the Host field is malformed");
+  if (host !== null && host !== "" && host !== lastHost && !HOST_VALUE.test(host)) throw bad("the Host field is malformed");
 
   // The target: origin form, `*` for OPTIONS, or absolute form (its authority is the host).
   let target = head.slice(line[0] + 1, line[1]);

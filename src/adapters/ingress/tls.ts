@@ -109,7 +109,7 @@ export interface PlainAnswerState {
 /** What the plain listener answers itself (ctx.plain). */
 export function plainAnswers(state: PlainAnswerState): (c: Client, req: RequestHead) => Page | null {
   return (_c, req) => {
-    if (req.path.startsWith(CHALLENGE_PREFIX) && state.challenge !== null && (req.method === "GET" || req.method === "HEAD")) {
+    if (state.challenge !== null && req.path.startsWith(CHALLENGE_PREFIX) && (req.method === "GET" || req.method === "HEAD")) {
       const token = req.path.slice(CHALLENGE_PREFIX.length).split("?")[0]!;
       const answer = /^[A-Za-z0-9_-]{1,256}$/.test(token) ? state.challenge(token) : null;
       if (answer !== null) return { status: 200, title: "OK", html: answer, text: true };

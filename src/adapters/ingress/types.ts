@@ -62,9 +62,11 @@ export interface Client {
   ended: boolean;
   closed: boolean;
   paused: boolean;
-  /** The forwarding fields of the last request and the Host they were made for (a connection mostly repeats it). */
+  /** The Host of the connection's last request (a connection mostly repeats it), as sent and as the table keys it. */
+  lastHost: string | null;
+  hostKey: string;
+  /** The forwarding fields made for `lastHost` (null: not yet). */
   fields: string | null;
-  fieldsHost: string | null;
   wait: Wait;
   /** When the current wait ends (ms since the epoch). */
   deadline: number;
