@@ -7,7 +7,7 @@
  */
 import type { Core, DomainModule } from "../../core/core";
 import { ingressOf } from "../../adapters/ingress";
-import { extendKind, listOfTypeEverywhere, resourceById, type ResourceRow } from "../resources/service";
+import { extendKind, listOfTypeEverywhere, resourceById, specOf, type ResourceRow } from "../resources/service";
 import { ORDERS_TASK, orderState, runDueOrders } from "./orders";
 import { certificateSummary, certificateView, loadCertificates, rowsOfResource } from "./store";
 import { certificatesActive, syncDomain, syncOwnHost } from "./sync";
@@ -16,7 +16,11 @@ import { refreshAllUploaded } from "./uploaded";
 /** What a domain's status says of its certificates (null: none asked for or served here). */
 function domainCertificates(core: Core, row: ResourceRow): { state: string; summary: string; detail: Record<string, unknown> } | null {
   const rows = rowsOfResource(core.db, row.id);
-  if (rows.length === 0) return null;
+  if (rows.length === 0) {
+    // HTTPS asked for, but this server has no TLS listener to serve it on (decision 0343).
+    if (specOf<{ tls?: boolean }>(row).tls !== false && !certificatesActive(core)) return { state: "off", summary: "not served: OPS_INGRESS_TLS_LISTEN is off", detail: { state: "off", hosts: [] } };
+    return null;
+  }
   const s = certificateSummary(rows);
   return { state: s.state, summary: s.summary, detail: { state: s.state, hosts: rows.map(certificateView) } };
 }
@@ -46,5 +50,6 @@ export const certificatesModule: DomainModule = {
     if (loaded > 0) core.log.info("certificates loaded", { certificates: loaded });
     if (certificatesActive(core)) for (const d of listOfTypeEverywhere(core.db, "domain")) syncDomain(core, d.id, d);
     syncOwnHost(core);
+    if (core.config.tls === "acme" && core.config.ingressListen === null) core.log.warn("OPS_TLS=acme needs the ingress's plain listener on port 80 for the ACME challenge; OPS_INGRESS_LISTEN is off", { setting: "OPS_INGRESS_LISTEN" });
   },
 };
