@@ -15,9 +15,7 @@ import type { Build } from "../widgets/builds";
 import { Empty, Pending, Scroll, useLoad } from "../widgets/load";
 import { bytes, resourceApi } from "../widgets/resources";
 import type { ServiceInfo } from "../widgets/services";
-import type { ImageRepo, ProjectPackages } from "../widgets/packages";
-
-type Signature = { state: "signed" | "failed" | "unsigned" | "unknown"; text: string };
+import { signatureOf, type ImageRepo, type ProjectPackages, type Signature } from "../widgets/packages";
 
 interface DigestRow {
   digest: string;
@@ -25,18 +23,6 @@ interface DigestRow {
   runsIn: string[];
   pushedAt: string | null;
   size: number | null;
-}
-
-/** The signature state of a digest as its builds report it (decision 0302). */
-function signatureOf(builds: readonly Build[]): Signature {
-  for (const b of builds) {
-    const sign = b.step_timings.find((s) => s.step === "sign" && s.ok === true);
-    if (sign) return { state: "signed", text: `signed with the estate key by build ${b.id}${sign.finished_at ? `, ${when(sign.finished_at)}` : ""}` };
-  }
-  const failed = builds.find((b) => b.step_timings.some((s) => s.step === "sign" && s.ok === false) || b.failure_kind === "sign");
-  if (failed) return { state: "failed", text: `signing failed in build ${failed.id}${failed.error ? `: ${failed.error}` : ""}` };
-  if (builds.length > 0) return { state: "unsigned", text: `not signed: build ${builds[0]?.id} stopped before its sign step` };
-  return { state: "unknown", text: "pushed outside a build: no build reports a signature; deploying it verifies one" };
 }
 
 const BADGE: Record<Signature["state"], string> = { signed: "operational", failed: "down", unsigned: "down", unknown: "degraded" };
