@@ -77,6 +77,8 @@ for (const [name, kind] of [
   (BY_LENGTH[name.length] ??= []).push([name, kind]);
 
 const NONE: readonly string[] = [];
+/** Dropped lines of the head being parsed, as [start, end) byte offsets: one array reused (the parse is synchronous). */
+const DROPS: number[] = [];
 
 /** Largest response head. */
 export const MAX_RESPONSE_HEAD = 64 * 1024;
@@ -115,7 +117,8 @@ export function parseResponseHead(b: Buffer, from: number, method: string): Resp
   let te: string | null = null;
   let connection: string | null = null;
   // Dropped lines as [start, end) byte offsets; most heads drop one or two.
-  const drops: number[] = [];
+  const drops = DROPS;
+  drops.length = 0;
   for (;;) {
     if (i + 1 >= n) return null;
     if (b[i] !== 13 || b[i + 1] !== 10) throw malformed("header field");

@@ -54,6 +54,10 @@ export interface ResponseOut {
   close: boolean;
 }
 
+/** The answers for a head sent as received (shared: one per response would be garbage). */
+const AS_RECEIVED_RAW: ResponseOut = Object.freeze({ head: null, mode: Out.Raw, close: false });
+const AS_RECEIVED_NONE: ResponseOut = Object.freeze({ head: null, mode: Out.None, close: false });
+
 /**
  * The response head for the client (blank line included), from the bytes `b` the head was parsed
  * from. `close`: the client's connection closes after this response whatever the replica said; an
@@ -67,8 +71,8 @@ export interface ResponseOut {
  */
 export function responseHeadOut(res: ResponseHead, b: Buffer, clientHttp10: boolean, close: boolean, method: string): ResponseOut | null {
   if (res.plain && !close && !clientHttp10) {
-    if (res.body === Body.Length) return { head: null, mode: res.length > 0 ? Out.Raw : Out.None, close: false };
-    if (res.body === Body.None && (res.length >= 0) === (res.status >= 200 && (method === "HEAD" || res.status === 304))) return { head: null, mode: Out.None, close: false };
+    if (res.body === Body.Length) return res.length > 0 ? AS_RECEIVED_RAW : AS_RECEIVED_NONE;
+    if (res.body === Body.None && (res.length >= 0) === (res.status >= 200 && (method === "HEAD" || res.status === 304))) return AS_RECEIVED_NONE;
   }
   return writeResponseHead(res, b, clientHttp10, close, method);
 }
