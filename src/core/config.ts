@@ -6,13 +6,9 @@
 import path from "node:path";
 import { isIP } from "node:net";
 import { Cron } from "croner";
+import { bool, ConfigError, deepFreeze, int, oneOf, parseListen, str, url, type Env } from "./config-values";
 
-export class ConfigError extends Error {
-  constructor(public readonly variable: string, message: string) {
-    super(`${variable}: ${message}`);
-    this.name = "ConfigError";
-  }
-}
+export { ConfigError } from "./config-values";
 
 export interface Config {
   /** Folder holding ops.db, telemetry.db, blobs/, keys/, git/, run/. Absolute. */
@@ -209,67 +205,6 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_UPDATE_URL", default: "(unset)", description: "Release manifest that ops self-update reads (signed by the release key in the binary)" },
 ];
 
-type Env = Record<string, string | undefined>;
-
-function str(env: Env, name: string): string | null {
-  const v = env[name];
-  if (v === undefined) return null;
-  const trimmed = v.trim();
-  return trimmed === "" ? null : trimmed;
-}
-
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const v = str(env, name);
-  if (v === null) return fallback;
-  if (!/^-?\d+$/.test(v)) throw new ConfigError(name, `expected a whole number, got "${v}"`);
-  const n = Number(v);
-  if (n < min || n > max) throw new ConfigError(name, `expected a number from ${min} to ${max}, got ${n}`);
-  return n;
-}
-
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const v = str(env, name);
-  if (v === null) return fallback;
-  if (/^(1|true|yes|on)$/i.test(v)) return true;
-  if (/^(0|false|no|off)$/i.test(v)) return false;
-  throw new ConfigError(name, `expected 1/0, true/false, yes/no or on/off, got "${v}"`);
-}
-
-function url(env: Env, name: string, protocols: string[]): string | null {
-  const v = str(env, name);
-  if (v === null) return null;
-  let parsed: URL;
-  try {
-    parsed = new URL(v);
-  } catch {
-    throw new ConfigError(name, `not a URL: "${redactUrl(v)}"`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(name, `expected a ${protocols.join(" or ")} URL, got "${parsed.protocol}"`);
-  }
-  return v;
-}
-
-/** Hide a password in a URL before it reaches an error message. */
-function redactUrl(v: string): string {
-  return v.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
-}
-
-function parseListen(raw: string, variable = "OPS_LISTEN"): { host: string; port: number } {
-  const m = /^(\[[0-9a-fA-F:]+\]|[^:\s]+)?:?(\d+)$/.exec(raw);
-  if (!m) throw new ConfigError(variable, `expected host:port, got "${raw}"`);
-  const host = (m[1] ?? "127.0.0.1").replace(/^\[|\]$/g, "");
-  const port = Number(m[2]);
-  if (port < 0 || port > 65535) throw new ConfigError(variable, `port out of range: ${port}`);
-  return { host, port };
-}
-
-function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
-  const v = (str(env, name) ?? fallback).toLowerCase();
-  if (!(choices as readonly string[]).includes(v)) throw new ConfigError(name, `expected ${choices.join(" or ")}, got "${v}"`);
-  return v as T;
-}
-
 /**
  * Parse the configuration from `env` (normally `process.env`) with `overrides` from command-line
  * flags taking precedence. `cwd` anchors relative paths. The result is deeply frozen.
@@ -431,12 +366,4 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     updateUrl: url(e, "OPS_UPDATE_URL", ["http:", "https:"]),
   };
   return deepFreeze(config);
-}
-
-function deepFreeze<T>(o: T): T {
-  if (o && typeof o === "object") {
-    for (const v of Object.values(o as object)) deepFreeze(v);
-    Object.freeze(o);
-  }
-  return o;
 }
