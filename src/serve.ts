@@ -12,7 +12,7 @@ import type { Core } from "./core/core";
 import { startIngress, startIngressTls } from "./adapters/ingress";
 import type { PemPair } from "./adapters/ingress/tls";
 import { setOwnCertificateSink } from "./domains/certificates/service";
-import { backupBeforeMigrating } from "./domains/backups/pre-migration";
+import { backupBeforeMigrating } from "./domains/backups/service";
 import { VERSION } from "./version";
 
 export interface RunningServer {

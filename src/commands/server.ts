@@ -5,7 +5,7 @@ import { openDatabase, closeDatabase } from "../core/db/client";
 import { runMigrations } from "../core/db/migrate";
 import { mkdirSync } from "node:fs";
 import { VERSION } from "../version";
-import { backupBeforeMigrating } from "../domains/backups/pre-migration";
+import { backupBeforeMigrating } from "../domains/backups/service";
 import { EXIT, SERVER_FLAGS, envOverrides, type Command } from "./types";
 
 export const serveCommand: Command = {
