@@ -2,7 +2,7 @@
  * Uploaded certificates: a domain naming a secret group serves the group's TLS_CERT and TLS_KEY by
  * SNI (no ACME order), a rotated value is served after the next `certificates.orders` run, a pair
  * that does not name the host or a group without one shows as failing, and a group that does not
- * exist is a 422.
+ * exist is a 422; a certificate the sealed secrets store kept from loading is served once unsealed.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -90,6 +90,17 @@ describe("uploaded certificates", () => {
     await t.core.scheduler.runNow(ORDERS_TASK);
     expect(row("up.example.com")).toMatchObject({ state: "failing", reason: 'the certificate in "tls" does not name up.example.com' });
     expect((await curl("up.example.com", two.file)).out).toBe("uploaded ok");
+  });
+
+  test("a certificate that could not be loaded while the secrets store was sealed is served once it is unsealed", async () => {
+    const ingress = ingressOf(t.core);
+    ingress.certificates.delete("up.example.com");
+    t.core.secrets.seal("test");
+    await t.core.scheduler.runNow(ORDERS_TASK);
+    expect(ingress.certificates.pem("up.example.com")).toBeNull();
+    t.core.secrets.unseal(readFileSync(path.join(t.dataDir, "keys", "secrets.key"), "utf8"));
+    await t.core.scheduler.runNow(ORDERS_TASK);
+    expect(ingress.certificates.pem("up.example.com")).not.toBeNull();
   });
 
   test("a secret group that does not exist is a 422 naming the field", async () => {

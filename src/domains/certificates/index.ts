@@ -31,6 +31,7 @@ export const certificatesModule: DomainModule = {
     const pending = orderState(core).pending;
     ingressOf(core).setChallenges((token) => pending.get(token) ?? null);
     core.scheduler.defineTask(ORDERS_TASK, "* * * * *", async () => {
+      await loadCertificates(core, true);
       await runDueOrders(core);
       await refreshAllUploaded(core);
     });

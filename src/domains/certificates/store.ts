@@ -50,10 +50,16 @@ export function unseal(core: Core, row: CertificateRow): PemPair | null {
   return JSON.parse(core.secrets.get(core.db, row.sealedId)) as PemPair;
 }
 
-/** Load every stored certificate into the listeners (at start). Sealed secrets: logged, skipped. */
-export async function loadCertificates(core: Core): Promise<number> {
+/**
+ * Load every stored certificate into the listeners (at start; `missing`: only those the ingress
+ * does not serve yet, each minute, so certificates sealed at start are served once unsealed).
+ * While the secrets store is sealed they are logged and skipped.
+ */
+export async function loadCertificates(core: Core, missing = false): Promise<number> {
   let n = 0;
+  const served = ingressOf(core).certificates;
   for (const row of core.db.select().from(certificates).all()) {
+    if (missing && (row.sealedId === null || served.pem(row.host) !== null)) continue;
     try {
       const pair = unseal(core, row);
       if (!pair) continue;
