@@ -12,6 +12,7 @@ import { connect, type Socket } from "node:net";
 import type { TCPSocketListener } from "bun";
 import { createIngress, type Ingress } from "../src/adapters/ingress";
 import { createLogger } from "../src/core/log";
+import { until } from "./runtime-fixtures";
 
 const lines: string[] = [];
 let ingress: Ingress;
@@ -84,15 +85,6 @@ function open(): Promise<Client> {
     socket.on("error", () => undefined);
     socket.once("error", reject);
   });
-}
-
-/** Resolves once `cond` holds (checked on each turn of the event loop), or rejects after `ms`. */
-async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await Bun.sleep(5);
-  }
 }
 
 /** Resolves once the client has received `text`. */

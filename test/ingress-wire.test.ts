@@ -13,6 +13,7 @@ import type { Socket, TCPSocketListener } from "bun";
 import { createHash } from "node:crypto";
 import { createIngress, type Ingress } from "../src/adapters/ingress/ingress";
 import { FrameTracker } from "../src/adapters/ingress/ws-frames";
+import { until } from "./runtime-fixtures";
 
 interface Raw {
   port: number;
@@ -89,15 +90,6 @@ function talk(port: number, bytes: string | Buffer, done: (got: string) => boole
       },
     }).catch(reject);
   });
-}
-
-/** Resolves once `cond` holds, checked every few milliseconds (rejects after `ms`). */
-async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await Bun.sleep(5);
-  }
 }
 
 const servers: Raw[] = [];
@@ -301,7 +293,7 @@ describe("responses", () => {
         still = written === at ? still + 1 : 0;
         at = written;
         return still >= 20 || written === total;
-      }, 60_000);
+      }, 60_000, 5);
       expect(written).toBeLessThan(total / 2);
       client.resume();
       await finished;
