@@ -8,7 +8,7 @@
  * 127.0.0.1 and link-local addresses inside the sandboxes' own namespaces.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { chmodSync, lstatSync } from "node:fs";
+import { chmodSync, lstatSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Socket, TCPSocketListener } from "bun";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "../harness";
@@ -76,10 +76,30 @@ beforeAll(async () => {
   }
   await drain(t);
   const beta = await replicaOf("beta");
-  w = await buildWorld(t);
-  const toml = `[services.web]\nbuild = ["node probe.js", "npm install --no-audit --no-fund --no-save is-number@7.0.0 && node -e \\"require('is-number'); console.log('public registry ok')\\""]\nstart = "node probe.js"\nport = 3000\n`;
+  w = await buildWorld(t, { envGroup: true });
+  // A package in alpha's own npm registry, published with the npm CLI; the build reads it with a
+  // token from its env group, written into the repository's .npmrc by reference.
+  const publisher = mintToken(t, w.ctx.owner.principal, { role: "maintainer", project: w.ctx.slug });
+  await expectStatus(await w.ctx.req("PUT", `/packages/npm/${encodeURIComponent("@ops/probe-lib")}`), 201);
+  const lib = tempDir("ops-iso-npm-lib-");
+  const npmrc = (token: string) => `registry=${t.url}/npm/\n//${new URL(t.url).host}/npm/:_authToken=${token}\nupdate-notifier=false\nfund=false\naudit=false\n`;
+  writeFileSync(path.join(lib, "package.json"), JSON.stringify({ name: "@ops/probe-lib", version: "1.0.0", main: "index.js", license: "MIT" }));
+  writeFileSync(path.join(lib, "index.js"), "exports.hello = 'from ops registry';\n");
+  writeFileSync(path.join(lib, ".npmrc"), npmrc(publisher));
+  // Spawned, not spawnSync: the server answering npm runs in this process.
+  const pub = Bun.spawn(["npm", "publish", "--userconfig", path.join(lib, ".npmrc")], { cwd: lib, env: { ...process.env, HOME: tempDir("ops-iso-npm-home-") }, stdout: "pipe", stderr: "pipe" });
+  const [code, err] = await Promise.all([pub.exited, new Response(pub.stderr).text()]);
+  expect(code, err).toBe(0);
+  await expectStatus(await w.ctx.req("PUT", "/resources/secret-group/web-env/variables/DEPLOY_TOKEN?environment=production", { value: publisher, kind: "secret" }), 200);
+  // TOML basic strings: the inner quotes escaped for TOML.
+  const install = [
+    `npm install --no-audit --no-fund --no-save is-number@7.0.0 && node -e \\"require('is-number'); console.log('public registry ok')\\"`,
+    `npm install --no-audit --no-fund --no-save @ops/probe-lib@1.0.0 && node -e \\"console.log('ops registry ' + require('@ops/probe-lib').hello)\\"`,
+  ];
+  const toml = `[services.web]\nbuild = ["node probe.js", ${install.map((c) => `"${c}"`).join(", ")}]\nstart = "node probe.js"\nport = 3000\n`;
   await pushTree(w.local.remote, "net", {
     "ops.toml": toml,
+    ".npmrc": `@ops:registry=${t.url}/npm/\n//${new URL(t.url).host}/npm/:_authToken=\${DEPLOY_TOKEN}\n`,
     "package.json": JSON.stringify({ name: "probe", version: "1.0.0", private: true }),
     "probe.js": probeJs({
       "ops-public-port": ["127.0.0.1", opsPort],
@@ -100,7 +120,7 @@ afterAll(async () => {
 });
 
 describe("a build's network", () => {
-  test("reaches the public npm registry and ops's own public port; not a host listener, another project's replica, metadata or private ranges", async () => {
+  test("installs from the public npm registry and from ops's own; reaches ops's public port; not a host listener, another project's replica, metadata or private ranges", async () => {
     const b = await getBuild(w, buildId);
     const log = await logText(w, buildId);
     expect(log).toContain("probe ops-public-port ok");
@@ -108,6 +128,7 @@ describe("a build's network", () => {
       expect(log).toMatch(new RegExp(`probe ${name} (ECONNREFUSED|EACCES|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT)`));
     }
     expect(log).toContain("public registry ok");
+    expect(log).toContain("ops registry from ops registry");
     expect(b.status).not.toBe("failed");
   });
 });
