@@ -58,6 +58,16 @@ describe("usage errors exit 2 with one line on stderr", () => {
     expect(r.stdout).toBe("");
     expect(oneLine(r.stderr)).toBe(true);
     expect(r.stderr).toContain('unknown command "frobnicate"');
+    expect(r.stderr).not.toContain("Did you mean");
+  });
+
+  test("a mistyped command gets a did-you-mean", async () => {
+    for (const [typed, meant] of [["lgos", "logs"], ["deplyo", "deploy"], ["whoam", "whoami"], ["admin create-projcet", "admin create-project"], ["rollbak", "rollback"]]) {
+      const r = await cli(typed.split(" "));
+      expect(r.code).toBe(2);
+      expect(oneLine(r.stderr)).toBe(true);
+      expect(r.stderr).toContain(`Did you mean 'ops ${meant}'?`);
+    }
   });
 
   test("unknown flag", async () => {

@@ -18,6 +18,30 @@ function findCommand(argv: string[]): { command: Command; rest: string[] } | nul
   return byOne ? { command: byOne, rest: argv.slice(1) } : null;
 }
 
+/** Edit distance (insert, delete, substitute, swap two neighbours) between two short words. */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/** The command a mistyped name most likely meant: within two edits (one for short names), or a unique prefix. */
+export function closest(typed: string, names: readonly string[]): string | null {
+  let best: { name: string; d: number } | null = null;
+  for (const n of names) {
+    const dist = distance(typed, n);
+    if (dist <= (n.length <= 4 ? 1 : 2) && (!best || dist < best.d)) best = { name: n, d: dist };
+  }
+  if (best) return best.name;
+  const prefixed = names.filter((n) => n.startsWith(typed) && typed.length >= 3);
+  return prefixed.length === 1 ? prefixed[0] : null;
+}
+
 export function topHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   const lines = COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
@@ -71,7 +95,8 @@ export async function runCli(argv: string[], io: CommandIO): Promise<number> {
       return argv.length === 1 ? EXIT.usage : EXIT.ok;
     }
     const name = group.length > 0 ? `${argv[0]} ${argv[1]}` : argv[0];
-    io.stderr(`ops: unknown command "${name}". Run 'ops --help' for the list.\n`);
+    const near = closest(name, COMMANDS.map((c) => c.name));
+    io.stderr(`ops: unknown command "${name}".${near ? ` Did you mean 'ops ${near}'?` : ""} Run 'ops --help' for the list.\n`);
     return EXIT.usage;
   }
   const { command, rest } = found;

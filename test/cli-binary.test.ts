@@ -316,11 +316,12 @@ describe("a fresh estate served by the built binary", () => {
     const data = dir("ops-e2e-estate-");
     const home = dir("ops-e2e-newcomer-");
     const port = freePort();
+    const ingressPort = freePort();
     const server = `http://127.0.0.1:${port}`;
     const created = await run([bin(V1), "admin", "create-project", "--slug", "shop", "--data-dir", data], envFor(home));
     expect(created.code).toBe(0);
     const serving = Bun.spawn([bin(V1), "serve", "--data-dir", data, "--listen", `127.0.0.1:${port}`], {
-      env: envFor(home, { OPS_BOOTSTRAP_EMAIL: "owner@ops.test", OPS_BOOTSTRAP_PASSWORD: "a long owner passphrase 42" }),
+      env: envFor(home, { OPS_BOOTSTRAP_EMAIL: "owner@ops.test", OPS_BOOTSTRAP_PASSWORD: "a long owner passphrase 42", OPS_INGRESS_LISTEN: `127.0.0.1:${ingressPort}` }),
       stdout: "pipe",
       stderr: "pipe",
     });
@@ -348,6 +349,18 @@ describe("a fresh estate served by the built binary", () => {
       const again = await run(["sh", "-c", install_command], envFor(home));
       expect(again.code).toBe(1);
       expect(again.stderr).toContain("ops installer: error:");
+
+      // ops login finds the API from what a person types (issue 27).
+      const noScheme = await loginUntilCode(installed, home, `127.0.0.1:${port}`);
+      expect(noScheme).toContain(`${server}/device`);
+      const withApi = await loginUntilCode(installed, home, `${server}/api/v1`);
+      expect(withApi).toContain("without /api/v1");
+      const ingress = await run([installed, "login", "--server", `127.0.0.1:${ingressPort}`], envFor(home));
+      expect(ingress.code).toBe(2);
+      expect(ingress.stderr).toContain("is the ops ingress, which serves your apps, not the API");
+      const tls = await run([installed, "login", "--server", `https://127.0.0.1:${port}`], envFor(home));
+      expect(tls.code).toBe(2);
+      expect(tls.stderr).toContain(`but ${server} does: use --server ${server}`);
     } finally {
       serving.kill("SIGTERM");
       await serving.exited;
@@ -359,4 +372,23 @@ async function ownerSession(server: string): Promise<string> {
   const res = await fetch(`${server}/api/v1/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "owner@ops.test", password: "a long owner passphrase 42" }) });
   const body = (await res.json()) as { token: string };
   return body.token;
+}
+
+/** Run `ops login --server <input>` until it prints its one-time code, then stop it; its stderr so far. */
+async function loginUntilCode(binary: string, home: string, input: string): Promise<string> {
+  const proc = Bun.spawn([binary, "login", "--server", input], { env: envFor(home), cwd: "/", stdout: "pipe", stderr: "pipe" });
+  const reader = proc.stderr.getReader();
+  const decoder = new TextDecoder();
+  let stderr = "";
+  try {
+    while (!/one-time code: [A-Z]{4}-[A-Z]{4}/.test(stderr) || !stderr.includes("Waiting for approval")) {
+      const { done, value } = await reader.read();
+      if (done) throw new Error(`ops login ended before printing a code:\n${stderr}`);
+      stderr += decoder.decode(value);
+    }
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+  return stderr;
 }

@@ -109,8 +109,11 @@ describe("ops logs", () => {
     expect((await ops("logs", "--limit", "0")).code).toBe(2);
     expect((await ops("logs", "--follow", "--json")).code).toBe(2);
     const none = await ops("logs", "nothing-here");
-    expect([none.code, none.out]).toEqual([0, ""]);
-    expect(none.err).toContain("no log lines");
+    expect([none.code, none.out]).toEqual([1, ""]);
+    expect(none.err).toBe(`ops logs: no service "nothing-here" in ${slug}. Its services: web.\n`);
+    const elsewhere = await ops("logs", "web", "--project", "no-such-project");
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.err).toContain('no project "no-such-project"');
   });
 
   test("--follow prints new lines as they come, each once, oldest first", async () => {

@@ -100,6 +100,26 @@ export async function tailLogs(fetchPage: (from: string | undefined) => Promise<
   return printed;
 }
 
+/**
+ * Exit 1 for a project or service that does not exist (like `ops deploy`), rather than "no log
+ * lines yet". A caller who may read logs but not resources is not second-guessed (docs/decisions/0362).
+ */
+async function assertExists(server: string, token: string, project: string, service: string | undefined, environment: string | undefined): Promise<void> {
+  const p = await api<{ environments: string[] }>(server, token, "GET", `/api/v1/projects/${encodeURIComponent(project)}`, undefined, [403, 404]);
+  if (p.status === 404) throw new CliError(`no project "${project}" on ${server}.`, EXIT.failure);
+  if (p.status !== 200 || !service) return;
+  const names = new Set<string>();
+  for (const env of environment ? [environment] : p.body.environments) {
+    const r = await api<Array<{ name: string }>>(server, token, "GET", `/api/v1/projects/${encodeURIComponent(project)}/resources${query({ environment: env, kind: "service" })}`, undefined, [403, 404, 422]);
+    if (r.status !== 200) return;
+    for (const s of r.body) names.add(s.name);
+  }
+  if (!names.has(service)) {
+    const known = [...names].sort();
+    throw new CliError(`no service "${service}" in ${project}${environment ? ` (${environment})` : ""}. ${known.length ? `Its services: ${known.join(", ")}.` : "It has no services yet."}`, EXIT.failure);
+  }
+}
+
 export const logsCommand: Command = {
   name: "logs",
   summary: "Show a service's log lines; --follow keeps printing new ones",
@@ -124,6 +144,7 @@ export const logsCommand: Command = {
     if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) throw new CliError("--limit must be a whole number from 1 to 1000.", EXIT.usage);
     const follow = ctx.flags.follow === true;
     if (follow && ctx.flags.json) throw new CliError("--json prints one array; it cannot follow. Leave out one of them.", EXIT.usage);
+    await assertExists(server, token, project, ctx.args[0], str(ctx.flags.environment));
     const base = { project, service: ctx.args[0], environment: str(ctx.flags.environment), level: str(ctx.flags.level), q: str(ctx.flags.grep), limit };
     const fetchPage = async (from: string | undefined) => (await api<LogEntry[]>(server, token, "GET", `/api/v1/obs/logs${query({ ...base, from })}`)).body;
     if (ctx.flags.json) {

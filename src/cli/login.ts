@@ -7,7 +7,8 @@
 import os from "node:os";
 import { EXIT, type Command, type CommandContext } from "../commands/types";
 import { CliError, api, send } from "./http";
-import { normaliseServer, readConfigFile, resolveClient, writeConfigFile } from "./config";
+import { findServer } from "./probe";
+import { readConfigFile, writeConfigFile } from "./config";
 
 export const DEVICE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code";
 
@@ -98,9 +99,11 @@ export const loginCommand: Command = {
     client: { type: "string", value: "cli|mcp", description: "Who the token is for: this CLI (default) or an MCP client started by 'ops mcp'" },
   },
   async run(ctx: CommandContext) {
-    const resolved = resolveClient(ctx.env, typeof ctx.flags.server === "string" ? ctx.flags.server : undefined);
-    const server = normaliseServer(resolved.server);
-    if (!server) throw new CliError("which server? Run 'ops login --server https://ops.example.com'.", EXIT.usage);
+    const raw = (typeof ctx.flags.server === "string" ? ctx.flags.server : undefined) ?? ctx.env.OPS_SERVER ?? readConfigFile(ctx.env).server ?? "";
+    if (!raw.trim()) throw new CliError("which server? Run 'ops login --server https://ops.example.com'.", EXIT.usage);
+    const found = await findServer(raw);
+    for (const note of found.notes) ctx.stderr(`ops login: ${note}\n`);
+    const server = found.server;
     const project = typeof ctx.flags.project === "string" ? ctx.flags.project : null;
     const client = ctx.flags.client ?? "cli";
     if (client !== "cli" && client !== "mcp") throw new CliError(`--client is cli or mcp, not "${String(client)}".`, EXIT.usage);
