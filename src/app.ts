@@ -24,6 +24,7 @@ import { normaliseError, toErrorBody, OpsError, invalid } from "./core/errors";
 import { bodyTooLarge, readBodyWithLimit, rememberJsonBody } from "./core/body";
 import { uuidv7 } from "./core/ids";
 import { securityHeaders } from "./core/security-headers";
+import { VIEWER_CONFIG, VIEWER_PATH, viewerResponse } from "./core/api-docs";
 import { VERSION } from "./version";
 import { DOMAINS } from "./domains";
 
@@ -204,7 +205,10 @@ export function createHttpApp(core: Core) {
       swagger({
         path: "/api/docs",
         specPath: "/api/docs/json",
-        exclude: ["/api/docs", "/api/docs/json"],
+        exclude: ["/api/docs", "/api/docs/json", VIEWER_PATH],
+        // The viewer comes from ops itself, never a CDN (docs/decisions/0363).
+        scalarCDN: VIEWER_PATH,
+        scalarConfig: VIEWER_CONFIG as never,
         // Routes with a dot (GET /api/v1/cli/install.sh, GET /cargo/config.json) are API routes too;
         // static files hide themselves.
         excludeStaticFile: false,
@@ -219,6 +223,8 @@ export function createHttpApp(core: Core) {
         },
       }),
     )
+    // Like the two swagger routes: a public static asset of the docs page, outside the API.
+    .get(VIEWER_PATH, () => viewerResponse(), { detail: { hide: true } })
     .use(authzPlugin(core))
     .get("/health", () => ({ status: "ok" as const, version: core.version }), {
       public: true,

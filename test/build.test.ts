@@ -63,6 +63,13 @@ describe("the binary", () => {
       const doc = (await (await fetch(`${base}/api/docs/json`)).json()) as { info: { version: string }; paths: Record<string, unknown> };
       expect(doc.info.version).toBe("9.8.7-test.1");
       expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/health", "/readyz"]));
+      // The API reference's viewer is in the binary: the page names no other host.
+      const page = await (await fetch(`${base}/api/docs`)).text();
+      expect(page).toContain('src="/api/docs/viewer.js"');
+      expect(page).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)/);
+      const viewer = await fetch(`${base}/api/docs/viewer.js`);
+      expect(viewer.status).toBe(200);
+      expect((await viewer.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000);
     } finally {
       child.kill("SIGTERM");
     }

@@ -14,7 +14,7 @@ import { isDeclarableKey } from "../src/core/authz/plugin";
 import { AUTHENTICATED } from "../src/core/authz/catalog";
 
 /** The swagger plugin's own routes: hidden from OpenAPI, served to everyone. */
-export const INVENTORY_EXCLUDED = new Set(["GET /api/docs", "GET /api/docs/json"]);
+export const INVENTORY_EXCLUDED = new Set(["GET /api/docs", "GET /api/docs/json", "GET /api/docs/viewer.js"]);
 
 export interface RouteInfo {
   method: string;

@@ -59,7 +59,8 @@ describe("security headers", () => {
     expect(res.headers.get("content-type")).toContain("text/html");
     await res.text();
     expectBaseline(res, DOCS_CSP);
-    expect(DOCS_CSP).toContain("script-src https://cdn.jsdelivr.net;");
+    expect(DOCS_CSP).toMatch(/script-src 'self'( 'sha256-[^']+')?;/);
+    expect(DOCS_CSP).not.toContain("https:");
     expect(DOCS_CSP).not.toContain("'unsafe-eval'");
     expect(DOCS_CSP).not.toMatch(/script-src[^;]*'unsafe-inline'/);
   });

@@ -3,17 +3,20 @@
  * registry protocols, git, /api/docs): no MIME sniffing, no framing, no referrer, and a Content
  * Security Policy. API answers are data, never a document: their policy lets nothing load or run.
  * The OpenAPI page (`/api/docs`) is the one HTML page outside the console; its renderer (Scalar)
- * loads one script from its CDN, so that page's policy allows that script host and nothing else
- * that runs. The console's pages send their own stricter-than-default policy (console/module.ts);
+ * is a script ops serves itself (docs/decisions/0363), so that page loads nothing from elsewhere. The console's pages send their own stricter-than-default policy (console/module.ts);
  * a header a route sets itself is never overridden.
  */
 
 /** The policy of every response that is not a page: nothing may load, run, frame or submit. */
 export const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
-/** The OpenAPI page: Scalar's script from its CDN, its inline theme, data fetched from ops only. */
+/**
+ * The OpenAPI page: Scalar's script and data from ops, its inline theme; nothing from outside. The
+ * hash is that of the empty (whitespace) `<script id="api-reference">` element @elysiajs/swagger
+ * writes to carry the configuration, which Chromium would otherwise report as a blocked script.
+ */
 export const DOCS_CSP =
-  "default-src 'none'; script-src https://cdn.jsdelivr.net; style-src 'unsafe-inline' https:; font-src https: data:; img-src 'self' data: https:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+  "default-src 'none'; script-src 'self' 'sha256-TcUB1mzXiQO4GxpTRZ0EMpOXKMU3u+n/q1WrgVIcs1I='; style-src 'self' 'unsafe-inline'; font-src 'self' data:; img-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 const BASE: Readonly<Record<string, string>> = {
   "x-content-type-options": "nosniff",

@@ -11,3 +11,8 @@ declare module "*.md" {
   const text: string;
   export default text;
 }
+/** Scalar's standalone viewer, imported as a file (`with { type: "file" }`): its path, embedded by `bun build --compile`. */
+declare module "*/standalone.js" {
+  const file: string;
+  export default file;
+}
