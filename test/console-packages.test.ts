@@ -105,6 +105,8 @@ describe("Packages and Audit in chromium", () => {
 
     await row.getByRole("link", { name: "@ops/labels" }).click();
     await page.getByRole("heading", { name: /Packages \/ npm \/ @ops\/labels/ }).waitFor();
+    // The heading shows while the versions load: wait for them before reading the table.
+    await page.locator("table.versions tbody tr").first().waitFor();
     const versions = await page.locator("table.versions tbody tr").allInnerTexts();
     expect(versions.map((v) => v.split("\t")[0])).toEqual(["1.1.0", "1.0.0"]);
     expect(await page.locator("table.dist-tags").innerText()).toMatch(/latest\s+1\.1\.0/);
