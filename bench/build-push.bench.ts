@@ -87,7 +87,8 @@ export async function run(_ctx?: BenchContext, rounds = 7): Promise<string> {
   portProbe.stop(true);
   const ops = Bun.spawn([binary, "serve", "--data-dir", path.join(root, "data"), "--listen", `127.0.0.1:${port}`], {
     cwd: root,
-    env: { ...process.env, OPS_BOOTSTRAP_EMAIL: EMAIL, OPS_BOOTSTRAP_PASSWORD: PASSWORD, OPS_INGRESS_LISTEN: "off", OPS_LOG_LEVEL: "warn" },
+    // The dependency server stands for a registry on the host: sandboxes reach it only as a listed host port.
+    env: { ...process.env, OPS_BOOTSTRAP_EMAIL: EMAIL, OPS_BOOTSTRAP_PASSWORD: PASSWORD, OPS_INGRESS_LISTEN: "off", OPS_LOG_LEVEL: "warn", OPS_SANDBOX_HOST_PORTS: String(app.port) },
     stdout: "ignore",
     stderr: "inherit",
   });

@@ -41,6 +41,8 @@ function appFiles(base: string, deps: Record<string, Uint8Array>): Record<string
 export interface SampleApp {
   /** A directory holding the app's files. */
   source: string;
+  /** The dependency server's port on 127.0.0.1 (a host port builds may reach: OPS_SANDBOX_HOST_PORTS). */
+  port: number;
   /** Stop the dependency server. */
   stop(): void;
 }
@@ -58,7 +60,7 @@ export function sampleApp(dir: string): SampleApp {
   });
   mkdirSync(dir, { recursive: true });
   for (const [rel, text] of Object.entries(appFiles(`http://127.0.0.1:${server.port}`, deps))) writeFileSync(path.join(dir, rel), text);
-  return { source: dir, stop: () => server.stop(true) };
+  return { source: dir, port: server.port as number, stop: () => server.stop(true) };
 }
 
 export function median(xs: number[]): number {
