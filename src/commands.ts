@@ -4,6 +4,7 @@
  */
 import type { Command } from "./commands/types";
 import { serveCommand, migrateCommand, versionCommand } from "./commands/server";
+import { doctorCommand } from "./commands/doctor";
 import { rotateSecretsKeyCommand, sealCommand, unsealCommand } from "./commands/secrets";
 import { adminCreateOperatorCommand, adminCreateProjectCommand } from "./domains/access/commands";
 import { publishCliCommand } from "./domains/cli/commands";
@@ -14,6 +15,7 @@ export const COMMANDS: readonly Command[] = [
   serveCommand,
   migrateCommand,
   versionCommand,
+  doctorCommand,
   rotateSecretsKeyCommand,
   sealCommand,
   unsealCommand,
