@@ -5,6 +5,8 @@
 import type { Command } from "./commands/types";
 import { serveCommand, migrateCommand, versionCommand } from "./commands/server";
 import { doctorCommand } from "./commands/doctor";
+import { installCommand, uninstallCommand } from "./commands/install";
+import { restartCommand } from "./commands/restart";
 import { rotateSecretsKeyCommand, sealCommand, unsealCommand } from "./commands/secrets";
 import { adminCreateOperatorCommand, adminCreateProjectCommand } from "./domains/access/commands";
 import { publishCliCommand } from "./domains/cli/commands";
@@ -16,6 +18,9 @@ export const COMMANDS: readonly Command[] = [
   migrateCommand,
   versionCommand,
   doctorCommand,
+  restartCommand,
+  installCommand,
+  uninstallCommand,
   rotateSecretsKeyCommand,
   sealCommand,
   unsealCommand,

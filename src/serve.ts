@@ -4,7 +4,8 @@
  * HTTP listener → ingress listeners (OPS_INGRESS_LISTEN, OPS_INGRESS_TLS_LISTEN) → scheduler → ready. On SIGTERM/SIGINT:
  * /readyz goes 503, both listeners stop taking connections, in-flight requests finish (bounded by
  * OPS_SHUTDOWN_GRACE_MS), the scheduler stops, close hooks flush (replicas are stopped there),
- * the databases close, and the process exits 0.
+ * the databases close, and the process exits 0. On SIGHUP the same drain ends in an exec of the
+ * binary at the same path, on the same ports (`ops restart`).
  */
 import type { Config } from "./core/config";
 import { createCore, createHttpApp, closeCore, modulesOf, maxBodyLimit, type CoreOptions, type HttpApp } from "./app";
@@ -14,6 +15,8 @@ import type { PemPair } from "./adapters/ingress/tls";
 import { setOwnCertificateSink } from "./domains/certificates/service";
 import { backupBeforeMigrating } from "./domains/backups/service";
 import { VERSION } from "./version";
+import { execReplace, selfArgv } from "./reexec";
+import { writePidFile } from "./commands/restart";
 
 export interface RunningServer {
   core: Core;
@@ -98,6 +101,25 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
     };
     process.once("SIGTERM", () => onSignal("SIGTERM"));
     process.once("SIGINT", () => onSignal("SIGINT"));
+    // SIGHUP (`ops restart`, `systemctl reload ops`, `ops self-update`): drain like SIGTERM, then
+    // exec the binary at the same path on the same ports, keeping the pid (docs/decisions/0387).
+    process.once("SIGHUP", () => {
+      void shutdown("SIGHUP").then(
+        async () => {
+          const argv = selfArgv();
+          core.log.info("re-executing", { argv: argv.join(" ") });
+          await Bun.sleep(20); // let the log line reach stdout before the image goes
+          const failure = execReplace(argv, process.env);
+          core.log.error("restart failed", { err: failure });
+          process.exit(1);
+        },
+        (e) => {
+          core.log.error("shutdown failed", { err: e });
+          process.exit(1);
+        },
+      );
+    });
+    writePidFile(config.dataDir, core.state.startedAt);
   }
   return { core, app, url, port, ingressUrl: ingress?.address?.url ?? null, ingressTlsUrl: ingress?.tlsAddress?.url ?? null, shutdown };
 }
