@@ -188,9 +188,12 @@ describe("failures", () => {
 
   test("a failing build command fails with build and names the command", async () => {
     const ctx = context({});
-    const res = await runNativeBuild(spec({ ...ctx, checks: ["true"], build: ["echo one", "no-such-tool --flag"] }), { onLine: () => {} });
+    const log = collect();
+    const res = await runNativeBuild(spec({ ...ctx, checks: ["true"], build: ["echo one", "no-such-tool --flag"] }), { onLine: log.onLine });
     expect(res).toMatchObject({ status: "failed", failureKind: "build", failedStep: "building", failedCommand: "no-such-tool --flag" });
     expect(res.error).toContain("exited with code 127");
+    // The log points to the recipes that work (issue 27).
+    expect(log.text()).toContain("docs/guide/recipes.md");
   });
 
   test("a build over its memory limit fails with memory, read from the kernel's OOM counter", async () => {

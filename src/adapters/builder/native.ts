@@ -28,6 +28,9 @@ import type { BuildLine, BuildRunOptions, BuilderStep, MemoryEnforcement, Native
 /** Where the build context is mounted inside the sandbox: the image's WorkingDir. */
 export const SANDBOX_APP = "/app";
 
+/** Logged under a command that failed: where the build recipes that work are. */
+export const RECIPES_HINT = "Build recipes that work in the sandbox (Node, Python venv, Go, Rust, static sites): docs/guide/recipes.md";
+
 /** A build's /tmp when the caller names no size (`OPS_SANDBOX_TMP_MB`'s default). */
 const DEFAULT_TMP_MB = 256;
 
@@ -222,6 +225,7 @@ async function runStep(run: Run, step: BuilderStep, commands: readonly string[],
         ? `the ${step === "checks" ? "checks" : "build"} step timed out after ${spec.stepTimeoutSecs}s (in "${shown}")`
           : `"${shown}" ${verdict.why}`;
   emit(run, step, "ops", "error", error);
+  if (verdict.kind === "exit") emit(run, step, "ops", "info", RECIPES_HINT);
   finish(false, verdict.kind === "exit" ? verdict.why : verdict.kind);
   return outcome(run, { status: "failed", failureKind: verdict.kind === "memory" ? "memory" : kind, failedStep: step, failedCommand: shown, timedOut: verdict.kind === "timeout", error });
 }

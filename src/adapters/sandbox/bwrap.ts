@@ -69,7 +69,7 @@ export interface SandboxOptions {
 }
 
 /** Host trees bound read-only when they exist (recreated as the same symlink on merged-/usr hosts). */
-const HOST_TREES = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+export const HOST_TREES = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 /** Host files and folders of /etc that programs need to resolve names, verify TLS, find tools. */
 const HOST_ETC = [
   "/etc/ssl",
@@ -85,6 +85,10 @@ const HOST_ETC = [
   "/etc/ld.so.conf.d",
   "/etc/localtime",
   "/etc/mime.types",
+  // Package managers' host-wide configuration (a mirror, a CA), read-only (docs/decisions/0364).
+  "/etc/pip.conf",
+  "/etc/xdg/pip",
+  "/etc/npmrc",
 ];
 /** Top-level names of an image that the sandbox provides itself. */
 const RESERVED = new Set(["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "proc", "dev", "tmp", "sys", "etc"]);

@@ -150,14 +150,27 @@ describe("packImage", () => {
     symlinkSync("../../etc/passwd", path.join(up, "leak"));
     await expect(packImage(spec(up))).rejects.toThrow("the symlink leak points outside the output directory");
     const abs = tree("abs", [["x", "1"]]);
-    mkdirSync(path.join(abs, "venv/bin"), { recursive: true });
-    symlinkSync("/usr/bin/python3", path.join(abs, "venv/bin/python"));
+    symlinkSync("/etc/shadow", path.join(abs, "shadow"));
     await expect(packImage(spec(abs))).rejects.toBeInstanceOf(ImageRefused);
-    await expect(packImage(spec(abs))).rejects.toThrow("venv/bin/python points to the absolute path /usr/bin/python3");
+    await expect(packImage(spec(abs))).rejects.toThrow("shadow points to the absolute path /etc/shadow");
+    const dotted = tree("dotted", [["x", "1"]]);
+    symlinkSync("/usr/../etc/shadow", path.join(dotted, "shadow"));
+    await expect(packImage(spec(dotted))).rejects.toThrow("shadow points to the absolute path /usr/../etc/shadow");
     const fifo = tree("fifo", [["x", "1"]]);
     expect((await run(["mkfifo", path.join(fifo, "pipe")], { cwd: root })).code).toBe(0);
     await expect(packImage(spec(fifo))).rejects.toThrow("pipe is a FIFO");
     await expect(packImage(spec(fifo, { layerFile: path.join(fifo, "layer.tgz") }))).rejects.toThrow("outside the directory it packs");
+  });
+
+  test("a venv's link into the host's toolchain is packed as that link (it resolves inside the sandbox)", async () => {
+    const venv = tree("venv", [["x", "1"]]);
+    mkdirSync(path.join(venv, ".venv/bin"), { recursive: true });
+    symlinkSync("/usr/bin/python3", path.join(venv, ".venv/bin/python3"));
+    symlinkSync("python3", path.join(venv, ".venv/bin/python"));
+    const img = await packImage(spec(venv));
+    const listed = await run(["tar", "-tvzf", img.layer.file], { cwd: root });
+    expect(listed.stdout).toContain("app/.venv/bin/python3 -> /usr/bin/python3");
+    expect(listed.stdout).toContain("app/.venv/bin/python -> python3");
   });
 
   test("refused: a character device, a block device and a socket, each named (ops is root: it could read a device)", async () => {

@@ -11,8 +11,9 @@
  * skips the stream: it is compressed in one call, which gives the stream's bytes (a test holds
  * both to it) without the five stages' turns, the most of packing such a layer.
  *
- * Refused (the build fails naming the path): symlinks that are absolute or lead outside the output
- * directory, and anything that is not a file, directory or symlink (FIFOs, sockets, devices).
+ * Refused (the build fails naming the path): symlinks that lead outside the output directory,
+ * absolute ones other than into the host trees every sandbox binds (/usr, /bin, /lib…: kept as
+ * links, they resolve to the host's toolchain inside the sandbox), and anything that is not a file, directory or symlink (FIFOs, sockets, devices).
  * Hard links inside the directory become tar hard links to the first path in sorted order; a file
  * with more links than the directory holds (a hard link to something outside it) is refused, so
  * the packer, which runs as root, never packs a file it reached through a name outside the output.
@@ -27,6 +28,13 @@ import { pipeline } from "node:stream/promises";
 import path from "node:path";
 import { Header, Pax } from "tar";
 import { SANDBOX_GID, SANDBOX_UID } from "../../adapters/builder/sandbox";
+import { HOST_TREES } from "../../adapters/sandbox/bwrap";
+
+/** True for an absolute, `..`-free path inside a host tree every sandbox binds read-only (/usr, /bin, /lib…). */
+export function isHostToolchainPath(target: string): boolean {
+  const norm = path.posix.normalize(target);
+  return HOST_TREES.some((tree) => norm === tree || norm.startsWith(`${tree}/`));
+}
 
 export const OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json";
 export const OCI_CONFIG = "application/vnd.oci.image.config.v1+json";
@@ -110,7 +118,12 @@ function listEntries(dir: string, clampSec: number): Entry[] {
       for (const name of readdirSync(abs).sort(byName)) visit(path.join(abs, name), rel === "" ? name : `${rel}/${name}`);
     } else if (st.isSymbolicLink()) {
       const target = readlinkSync(abs);
-      if (path.isAbsolute(target)) throw new ImageRefused(`the symlink ${shown} points to the absolute path ${target}; only links inside the output directory can be packed`, shown);
+      // A link into the host's toolchain (`.venv/bin/python3 -> /usr/bin/python3`) resolves in the sandbox (docs/decisions/0364).
+      if (path.isAbsolute(target) && !isHostToolchainPath(target)) throw new ImageRefused(`the symlink ${shown} points to the absolute path ${target}; only links inside the output directory or into the host's ${HOST_TREES.join(", ")} can be packed (docs/guide/recipes.md)`, shown);
+      if (path.isAbsolute(target)) {
+        out.push({ rel, abs, type: "SymbolicLink", mode: 0o777, size: 0, mtimeSec, linkpath: target });
+        return;
+      }
       const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(rel), target));
       if (resolved === ".." || resolved.startsWith("../")) throw new ImageRefused(`the symlink ${shown} points outside the output directory (${target})`, shown);
       out.push({ rel, abs, type: "SymbolicLink", mode: 0o777, size: 0, mtimeSec, linkpath: target });
