@@ -22,6 +22,8 @@ export const doctorCommand: Command = {
       buildMemoryMb: config.buildMemoryMb,
       replicaMemoryMb: config.replicaMemoryMb,
       dataDir: config.dataDir,
+      network: { mode: config.sandboxNetwork, publicUrl: config.publicUrl, allowCidrs: config.sandboxAllowCidrs, hostPorts: config.sandboxHostPorts },
+      uidBase: config.sandboxUidBase,
     });
     if (ctx.flags.json) ctx.stdout(`${JSON.stringify(checks, null, 2)}\n`);
     else {

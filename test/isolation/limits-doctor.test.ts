@@ -20,7 +20,7 @@ describe("ops doctor", () => {
     const r = doctor([]);
     expect(r.code).toBe(0);
     const lines = r.out.trim().split("\n");
-    for (const name of ["identity", "user namespaces", "bubblewrap", "memory limit", "process limit", "seccomp", "sized /tmp"]) {
+    for (const name of ["identity", "user namespaces", "bubblewrap", "network isolation", "memory limit", "process limit", "seccomp", "sized /tmp"]) {
       expect(lines.some((l) => l.startsWith(`ok    ${name}: `))).toBe(true);
     }
     expect(r.out).toContain("ops runs as root");
@@ -42,7 +42,16 @@ describe("ops doctor", () => {
     expect(r.code).toBe(1);
     expect(r.out).toContain("FAIL  process limit: OPS_SANDBOX_PIDS is 0: sandboxes have no process limit");
     expect(r.out).toContain("      fix: set OPS_SANDBOX_PIDS (default 512)");
-    expect(r.out.trim().split("\n").at(-1)).toBe("1 of 7 checks do not hold");
+    expect(r.out.trim().split("\n").at(-1)).toBe("1 of 8 checks do not hold");
+  });
+
+  test("network isolation: a namespace made and closed as a build's; switched off on purpose, it is named with its fix", () => {
+    const on = doctor([]);
+    expect(on.out).toMatch(/ok {4}network isolation: a namespace per sandbox through pasta \(\d+ ms to make here\); the internet and ops's port 8080 reachable/);
+    const off = doctor([], { OPS_SANDBOX_NETWORK: "host" });
+    expect(off.code).toBe(1);
+    expect(off.out).toContain("FAIL  network isolation: off on purpose (OPS_SANDBOX_NETWORK=host)");
+    expect(off.out).toContain("      fix: apt-get install passt, then unset OPS_SANDBOX_NETWORK");
   });
 });
 

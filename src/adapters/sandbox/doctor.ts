@@ -16,6 +16,7 @@ import { hostArch, seccompFile } from "./seccomp";
 import { sandboxArgv } from "./bwrap";
 import { findSandboxTools, runsAsRoot } from "./users";
 import { DEFAULT_PATH } from "../runtime/process";
+import { networkCheck } from "./doctor-network";
 
 export interface DoctorCheck {
   name: string;
@@ -34,6 +35,10 @@ export interface DoctorContext {
   replicaMemoryMb: number;
   /** Data directory (checks that need a place to write use it). */
   dataDir: string;
+  /** The sandboxes' network settings (OPS_SANDBOX_NETWORK and friends). */
+  network?: { mode: "isolated" | "host"; publicUrl: string; allowCidrs: readonly string[]; hostPorts: readonly number[] };
+  /** OPS_SANDBOX_UID_BASE. */
+  uidBase?: number;
 }
 
 export type DoctorCheckFn = (ctx: DoctorContext) => DoctorCheck | Promise<DoctorCheck>;
@@ -41,8 +46,8 @@ export type DoctorCheckFn = (ctx: DoctorContext) => DoctorCheck | Promise<Doctor
 const ok = (name: string, detail: string): DoctorCheck => ({ name, ok: true, detail, fix: null });
 const fail = (name: string, detail: string, fix: string): DoctorCheck => ({ name, ok: false, detail, fix });
 
-function identity(): DoctorCheck {
-  if (runsAsRoot()) return ok("identity", "ops runs as root: every sandbox drops to an unprivileged host user before it starts (never root)");
+function identity(c: DoctorContext): DoctorCheck {
+  if (runsAsRoot()) return ok("identity", `ops runs as root: every sandbox drops to its project's own unprivileged host user (uid ${c.uidBase ?? 200000} + the project's slot) before it starts (never root)`);
   return ok("identity", `ops runs as uid ${process.getuid?.()}: every sandbox runs as that user inside user namespaces (projects share it)`);
 }
 
@@ -111,7 +116,7 @@ function sizedTmp(c: DoctorContext): DoctorCheck {
 }
 
 /** The checks, in the order they print; append with `addDoctorCheck`. */
-export const DOCTOR_CHECKS: DoctorCheckFn[] = [identity, userNamespaces, bubblewrap, memoryCgroup, pidsCgroup, seccomp, sizedTmp];
+export const DOCTOR_CHECKS: DoctorCheckFn[] = [identity, userNamespaces, bubblewrap, networkCheck, memoryCgroup, pidsCgroup, seccomp, sizedTmp];
 
 export function addDoctorCheck(check: DoctorCheckFn): void {
   DOCTOR_CHECKS.push(check);
