@@ -10,6 +10,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync }
 import path from "node:path";
 import { freePort, tempDir, waitFor } from "./harness";
 import { cloneUrl, git, workDir } from "./sources-git-helpers";
+import { runCli } from "../src/main";
 
 setDefaultTimeout(240_000);
 
@@ -123,5 +124,28 @@ describe("docs/guide/recipes.md, pushed and run", () => {
     expect(await viaIngress("api")).toBe("200 hello from python");
     // The host's pip configuration (a mirror, a CA) is visible read-only inside the sandbox.
     expect(await viaIngress("api", "/pip-conf")).toBe(`200 ${existsSync("/etc/pip.conf") ? "present" : "absent"}`);
+  });
+
+  test("ops builds lists what the pushes built, newest first; --service narrows; an unknown service exits 1", async () => {
+    const ops = async (...argv: string[]) => {
+      let out = "";
+      let err = "";
+      const code = await runCli(argv, { stdout: (x) => void (out += x), stderr: (x) => void (err += x), env: { HOME: root, OPS_SERVER: base, OPS_TOKEN: token }, cwd: root });
+      return { code, out, err };
+    };
+    const all = await ops("builds", "--project", "shop");
+    expect(all.code).toBe(0);
+    const lines = all.out.trim().split("\n");
+    expect(lines[0]).toMatch(/^ID +STATUS +SERVICE +ENV +COMMIT +BRANCH +TRIGGER +QUEUED +MESSAGE$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(1, 3))).toEqual([
+      ["healthy", "api"],
+      ["healthy", "web"],
+    ]);
+    expect(all.out).toContain("The py-app recipe");
+    const api = await ops("builds", "--project", "shop", "--service", "api", "--json");
+    expect((JSON.parse(api.out) as Array<{ service: string; trigger: string }>).map((b) => [b.service, b.trigger])).toEqual([["api", "push"]]);
+    const nope = await ops("builds", "--project", "shop", "--service", "nope");
+    expect(nope.code).toBe(1);
+    expect(nope.err).toContain('no service "nope" in shop');
   });
 });

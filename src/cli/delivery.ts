@@ -41,7 +41,7 @@ const FINAL_ROLLOUTS = new Set(["healthy", "rolled_back", "failed", "refused", "
 const str = (v: unknown): string | undefined => (typeof v === "string" && v.trim() !== "" ? v.trim() : undefined);
 
 /** The project to act in (see the file comment). */
-async function projectOf(ctx: CommandContext, server: string, token: string): Promise<string> {
+export async function projectOf(ctx: CommandContext, server: string, token: string): Promise<string> {
   const flag = str(ctx.flags.project);
   if (flag) return flag;
   const saved = str(readConfigFile(ctx.env).project ?? undefined);
@@ -51,7 +51,7 @@ async function projectOf(ctx: CommandContext, server: string, token: string): Pr
   throw new CliError("which project? Pass --project P (or sign in with 'ops login --project P').", EXIT.usage);
 }
 
-function query(params: Record<string, string | undefined>): string {
+export function query(params: Record<string, string | undefined>): string {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, v);
   const s = q.toString();
@@ -104,7 +104,7 @@ export async function tailLogs(fetchPage: (from: string | undefined) => Promise<
  * Exit 1 for a project or service that does not exist (like `ops deploy`), rather than "no log
  * lines yet". A caller who may read logs but not resources is not second-guessed (docs/decisions/0362).
  */
-async function assertExists(server: string, token: string, project: string, service: string | undefined, environment: string | undefined): Promise<void> {
+export async function assertExists(server: string, token: string, project: string, service: string | undefined, environment: string | undefined): Promise<void> {
   const p = await api<{ environments: string[] }>(server, token, "GET", `/api/v1/projects/${encodeURIComponent(project)}`, undefined, [403, 404]);
   if (p.status === 404) throw new CliError(`no project "${project}" on ${server}.`, EXIT.failure);
   if (p.status !== 200 || !service) return;

@@ -10,6 +10,7 @@ import { updateCommand } from "./update";
 import { tokensListCommand, tokensMintCommand, tokensRevokeCommand } from "./tokens";
 import { deployCommand, logsCommand, rollbackCommand } from "./delivery";
 import { mcpCommand } from "./mcp";
+import { buildsCommand } from "./builds";
 
 function withCliErrors(c: Command): Command {
   return {
@@ -28,4 +29,4 @@ function withCliErrors(c: Command): Command {
   };
 }
 
-export const CLIENT_COMMANDS: readonly Command[] = [loginCommand, whoamiCommand, logoutCommand, updateCommand, tokensListCommand, tokensMintCommand, tokensRevokeCommand, logsCommand, deployCommand, rollbackCommand, mcpCommand].map(withCliErrors);
+export const CLIENT_COMMANDS: readonly Command[] = [loginCommand, whoamiCommand, logoutCommand, updateCommand, tokensListCommand, tokensMintCommand, tokensRevokeCommand, logsCommand, buildsCommand, deployCommand, rollbackCommand, mcpCommand].map(withCliErrors);
