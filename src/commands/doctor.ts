@@ -21,6 +21,7 @@ export const doctorCommand: Command = {
       tmpMb: config.sandboxTmpMb,
       buildMemoryMb: config.buildMemoryMb,
       replicaMemoryMb: config.replicaMemoryMb,
+      buildDiskMb: config.buildMaxDiskMb,
       dataDir: config.dataDir,
       network: { mode: config.sandboxNetwork, publicUrl: config.publicUrl, allowCidrs: config.sandboxAllowCidrs, hostPorts: config.sandboxHostPorts },
       uidBase: config.sandboxUidBase,

@@ -5,7 +5,10 @@
  * runs), with small limits set for the test.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { attachDisk, mountsUnder } from "../../src/adapters/sandbox/disk";
+import { sweepBuildDisks } from "../../src/domains/builds/disk";
 import type { TestApp } from "../harness";
 import { buildsApp, buildWorld, drain, getBuild, logText, manualBuild, SAMPLE_APP, type BuildWorld } from "../builds-fixtures";
 import { pushTree } from "./files-support";
@@ -16,6 +19,7 @@ const PIDS = 64;
 const PTRACE_NR = process.arch === "arm64" ? 117 : 101;
 const MOUNT_NR = process.arch === "arm64" ? 40 : 165;
 const TMP_MB = 16;
+const DISK_MB = 64;
 
 let t: TestApp;
 let w: BuildWorld;
@@ -42,12 +46,14 @@ const BRANCHES: Record<string, string[]> = {
     `perl -e '$r = syscall(${PTRACE_NR}, 0, 0, 0, 0); print "ptrace=$r errno=" . ($!+0) . "\\n"'`,
     `perl -e 'my ($s, $t, $f) = ("none", "/tmp", "tmpfs"); $r = syscall(${MOUNT_NR}, $s, $t, $f, 0, 0); print "mount=$r errno=" . ($!+0) . "\\n"'`,
   ],
+  // 100 MiB into the checkout with OPS_BUILD_MAX_DISK_MB=64.
+  "disk-full": [...dist, "head -c 104857600 /dev/zero > big.bin"],
   // 3 MiB that do not compress, with OPS_IMAGE_MAX_MB=1.
   "big-image": [...dist, "head -c 3145728 /dev/urandom > dist/blob.bin"],
 };
 
 beforeAll(async () => {
-  t = await buildsApp({ OPS_SANDBOX_PIDS: String(PIDS), OPS_SANDBOX_TMP_MB: String(TMP_MB), OPS_IMAGE_MAX_MB: "1" });
+  t = await buildsApp({ OPS_SANDBOX_PIDS: String(PIDS), OPS_SANDBOX_TMP_MB: String(TMP_MB), OPS_IMAGE_MAX_MB: "1", OPS_BUILD_MAX_DISK_MB: String(DISK_MB) });
   w = await buildWorld(t);
   for (const [branch, build] of Object.entries(BRANCHES)) {
     await pushTree(w.local.remote, branch, { "server.js": SAMPLE_APP["server.js"]!, "ops.toml": toml(build) });
@@ -148,5 +154,35 @@ describe("image size (OPS_IMAGE_MAX_MB)", () => {
     expect(b.failure_kind).toBe("build");
     expect(b.error).toMatch(/^the image is 3\.\d MiB, above the limit of 1 MiB \(OPS_IMAGE_MAX_MB\)/);
     expect(b.image_digest ?? null).toBeNull();
+  });
+});
+
+describe("build dir disk (OPS_BUILD_MAX_DISK_MB)", () => {
+  test("a build writing past the cap fails saying the build dir is full; the data disk is untouched", async () => {
+    const b = await getBuild(w, ids["disk-full"]!);
+    const log = await logText(w, b.id);
+    expect(log).toContain(`disk cap ${DISK_MB} MiB on the build dir (an ext4 image on a loop device)`);
+    expect(b.status).toBe("failed");
+    expect(log).toContain("No space left on device");
+    expect(b.error).toContain(`the build dir is full: it may hold ${DISK_MB} MiB (OPS_BUILD_MAX_DISK_MB)`);
+  });
+
+  test("every build's file system is unmounted and its image deleted once it ended", () => {
+    const runDir = path.join(t.dataDir, "run");
+    expect(mountsUnder(runDir)).toEqual([]);
+    const disks = path.join(runDir, "build-disks");
+    expect(existsSync(disks) ? readdirSync(disks) : []).toEqual([]);
+  });
+
+  test("the start-up sweep removes the disk a stopped ops left to a build that ended", async () => {
+    const id = ids["some-processes"]!;
+    const dir = path.join(t.dataDir, "run", "builds", String(id));
+    const image = path.join(t.dataDir, "run", "build-disks", `${id}.img`);
+    mkdirSync(dir, { recursive: true });
+    expect(await attachDisk(dir, image, 16)).toEqual({ how: "ext4-loop", reason: null });
+    expect(mountsUnder(dir)).toEqual([dir]);
+    await sweepBuildDisks(t.core);
+    expect(mountsUnder(dir)).toEqual([]);
+    expect(existsSync(image)).toBe(false);
   });
 });

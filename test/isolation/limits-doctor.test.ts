@@ -20,13 +20,14 @@ describe("ops doctor", () => {
     const r = doctor([]);
     expect(r.code).toBe(0);
     const lines = r.out.trim().split("\n");
-    for (const name of ["identity", "user namespaces", "bubblewrap", "network isolation", "memory limit", "process limit", "seccomp", "sized /tmp"]) {
+    for (const name of ["identity", "user namespaces", "bubblewrap", "network isolation", "memory limit", "process limit", "seccomp", "sized /tmp", "build disk"]) {
       expect(lines.some((l) => l.startsWith(`ok    ${name}: `))).toBe(true);
     }
     expect(r.out).toContain("ops runs as root");
     expect(r.out).toMatch(/process limit: 512 processes per sandbox, enforced through cgroup-v[12]/);
     expect(r.out).toContain("sized /tmp: 256 MiB tmpfs per sandbox");
     expect(r.out).toContain("seccomp: filter loaded");
+    expect(r.out).toContain("build disk: 10240 MiB per build dir (an ext4 image on a loop device)");
     expect(lines.at(-1)).toBe("every check holds");
   });
 
@@ -42,7 +43,7 @@ describe("ops doctor", () => {
     expect(r.code).toBe(1);
     expect(r.out).toContain("FAIL  process limit: OPS_SANDBOX_PIDS is 0: sandboxes have no process limit");
     expect(r.out).toContain("      fix: set OPS_SANDBOX_PIDS (default 512)");
-    expect(r.out.trim().split("\n").at(-1)).toBe("1 of 8 checks do not hold");
+    expect(r.out.trim().split("\n").at(-1)).toBe("1 of 9 checks do not hold");
   });
 
   test("network isolation: a namespace made and closed as a build's; switched off on purpose, it is named with its fix", () => {
@@ -56,7 +57,7 @@ describe("ops doctor", () => {
 });
 
 describe("the list of checks", () => {
-  const ctx: DoctorContext = { pids: 512, tmpMb: 256, buildMemoryMb: 2048, replicaMemoryMb: 512, dataDir: "/nonexistent" };
+  const ctx: DoctorContext = { pids: 512, tmpMb: 256, buildMemoryMb: 2048, replicaMemoryMb: 512, buildDiskMb: 10240, dataDir: "/nonexistent" };
 
   test("others append checks; one that throws is reported as not holding, with the error", async () => {
     const before = DOCTOR_CHECKS.length;

@@ -13,6 +13,7 @@ import { readFileSync } from "node:fs";
 import { createMemoryCgroup } from "./cgroups";
 import { createPidsGroup } from "./pids";
 import { hostArch, seccompFile } from "./seccomp";
+import { diskCapUnsupported } from "./disk";
 import { sandboxArgv } from "./bwrap";
 import { findSandboxTools, runsAsRoot } from "./users";
 import { DEFAULT_PATH } from "../runtime/process";
@@ -33,6 +34,8 @@ export interface DoctorContext {
   tmpMb: number;
   buildMemoryMb: number;
   replicaMemoryMb: number;
+  /** `OPS_BUILD_MAX_DISK_MB`. */
+  buildDiskMb: number;
   /** Data directory (checks that need a place to write use it). */
   dataDir: string;
   /** The sandboxes' network settings (OPS_SANDBOX_NETWORK and friends). */
@@ -115,8 +118,15 @@ function sizedTmp(c: DoctorContext): DoctorCheck {
   return fail("sized /tmp", `a sandbox's /tmp is not ${c.tmpMb} MiB (df: ${r.out.trim().slice(0, 200)})`, "install bubblewrap 0.8 or later (--size)");
 }
 
+function buildDisk(c: DoctorContext): DoctorCheck {
+  if (c.buildDiskMb <= 0) return fail("build disk", "OPS_BUILD_MAX_DISK_MB is 0: a build may fill the data disk", "set OPS_BUILD_MAX_DISK_MB (default 10240)");
+  const why = diskCapUnsupported();
+  if (why) return fail("build disk", `the cap of ${c.buildDiskMb} MiB per build dir is NOT enforced: ${why}`, "run ops as root on a host with loop devices and e2fsprogs");
+  return ok("build disk", `${c.buildDiskMb} MiB per build dir (an ext4 image on a loop device)`);
+}
+
 /** The checks, in the order they print; append with `addDoctorCheck`. */
-export const DOCTOR_CHECKS: DoctorCheckFn[] = [identity, userNamespaces, bubblewrap, networkCheck, memoryCgroup, pidsCgroup, seccomp, sizedTmp];
+export const DOCTOR_CHECKS: DoctorCheckFn[] = [identity, userNamespaces, bubblewrap, networkCheck, memoryCgroup, pidsCgroup, seccomp, sizedTmp, buildDisk];
 
 export function addDoctorCheck(check: DoctorCheckFn): void {
   DOCTOR_CHECKS.push(check);

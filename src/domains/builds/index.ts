@@ -11,6 +11,7 @@ import { PUSH } from "../sources/service";
 import { buildsRoutes } from "./routes";
 import { ensureSigningKey } from "./signing";
 import { defineBuildJobs, recoverBuilds, stopLiveBuilds } from "./pipeline";
+import { sweepBuildDisks } from "./disk";
 import { onPush } from "./queue";
 
 export const buildsModule: DomainModule = {
@@ -24,6 +25,7 @@ export const buildsModule: DomainModule = {
   },
   async onServe(core) {
     ensureSigningKey(core);
+    await sweepBuildDisks(core);
     await recoverBuilds(core);
   },
   routes: buildsRoutes,

@@ -13,6 +13,7 @@ import { builds } from "./tables";
 import { buildById, timingsOf, type BuildRow, type StepName, type StoredTiming } from "./rows";
 import { dispatchBuilds } from "./dispatch";
 import { reportToHost } from "./host";
+import { buildDirOf, releaseBuildDisk } from "./disk";
 import type { FailureKind } from "./model";
 
 const LIVE = "builds.live";
@@ -42,9 +43,9 @@ export function abortLive(core: Core, buildId: number, why: AbortWhy): boolean {
   return true;
 }
 
-/** The build's work dir (clone, scratch, image files): `run/builds/<id>/`. */
+/** The build's work dir (clone, scratch, image files): `run/builds/<id>/`, its own file system when capped (disk.ts). */
 export function workDirOf(core: Core, buildId: number): string {
-  return path.join(core.config.dataDir, "run", "builds", String(buildId));
+  return buildDirOf(core, buildId);
 }
 
 /**
@@ -148,6 +149,7 @@ export function endBuildIn(core: Core, t: Tx, buildId: number, from: readonly st
 /** After a build ended: its work dir goes, the host hears the verdict, a queued build may start. */
 export async function afterEnd(core: Core, row: BuildRow): Promise<void> {
   try {
+    await releaseBuildDisk(core, row.id);
     rmSync(workDirOf(core, row.id), { recursive: true, force: true });
   } catch (e) {
     core.log.warn("build work dir not removed", { build: row.id, err: (e as Error).message });

@@ -37,6 +37,7 @@ import { publishStateAfter, publishStepOf } from "./publish";
 import { StepFailure, parsePlan, serviceOf } from "./plan";
 import { appendLines, openBuildLog, type BuildLog } from "./log";
 import { reportToHost } from "./host";
+import { releaseBuildDisk } from "./disk";
 import { buildDeployer, type DeployableBuild } from "./deployer";
 import { abortLive, afterEnd, closeTiming, endBuild, endBuildIn, hasOpenTiming, liveSteps, openTiming, workDirOf, type LiveStep } from "./lifecycle";
 
@@ -271,6 +272,7 @@ async function handOver(core: Core, row: BuildRow): Promise<void> {
     return;
   }
   // Nothing of the work dir is needed any more.
+  await releaseBuildDisk(core, row.id);
   rmSync(workDirOf(core, row.id), { recursive: true, force: true });
   if (!hasOpenTiming(row, step)) tx(core.db, (t) => openTiming(core, t, row, step));
   void reportToHost(core, row.id);

@@ -29,6 +29,7 @@ import { signImage } from "./signing";
 import { scanImageFiles, describeHits } from "./secret-scan";
 import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
 import { cacheDirOf, reachableDir } from "./lifecycle";
+import { attachBuildDisk, diskFullNote, releaseBuildDisk } from "./disk";
 import { projectIdentity, sandboxNetworkOf } from "../../adapters/sandbox";
 import type { BuildLog } from "./log";
 import type { BuildRow, StepName } from "./rows";
@@ -97,7 +98,9 @@ export function connectedSource(ctx: StepContext, kind: FailureKind): SourceRow 
 /** The commit into a fresh work dir's `src/` (a clone starts over); returns that dir. */
 export async function fetchIntoWorkDir(ctx: StepContext, source: SourceRow): Promise<string> {
   const { core, row } = ctx;
+  await releaseBuildDisk(core, row.id);
   rmSync(ctx.workDir, { recursive: true, force: true });
+  await attachBuildDisk(core, row.id, (level, text) => ctx.log.add("clone", level, text));
   const src = reachableDir(core.config.dataDir, "run", "builds", String(row.id), "src");
   ctx.log.add("clone", "info", `fetching ${row.repo} at ${row.commitSha}${row.branch ? ` (${row.branch})` : ""}`);
   try {
@@ -143,10 +146,14 @@ function lineSink(ctx: StepContext): (l: BuildLine) => void {
   return (l) => ctx.log.add(ctx.step, l.level, l.line);
 }
 
-/** A builder's failed or cancelled outcome as the step's answer. */
-function outcomeOf(res: BuildOutcome): StepDone | null {
+/** A builder's failed or cancelled outcome as the step's answer (naming a full build dir: disk.ts). */
+function outcomeOf(res: BuildOutcome, ctx?: StepContext): StepDone | null {
   if (res.status === "cancelled") return { cancelled: true };
-  if (res.status === "failed") throw new StepFailure(res.failureKind ?? "internal", res.error ?? "the build failed");
+  if (res.status === "failed") {
+    const full = ctx ? diskFullNote(ctx.core, ctx.row.id) : null;
+    if (full) ctx!.log.add(ctx!.step, "error", full);
+    throw new StepFailure(res.failureKind ?? "internal", [res.error ?? "the build failed", full].filter(Boolean).join("; "));
+  }
   return null;
 }
 
@@ -183,7 +190,7 @@ async function checks(ctx: StepContext): Promise<StepDone> {
   if (plan.checks.length === 0) return { skipped: true, note: NO_CHECKS };
   const vars = variables(ctx);
   const res = await runNativeBuild({ ...nativeBase(ctx, plan, vars), checks: plan.checks, build: [], output: "." }, { onLine: lineSink(ctx), signal: ctx.signal, now: () => ctx.core.clock.now() });
-  return outcomeOf(res) ?? { note: `${plan.checks.length} command(s) passed` };
+  return outcomeOf(res, ctx) ?? { note: `${plan.checks.length} command(s) passed` };
 }
 
 function layoutDir(ctx: StepContext): string {
@@ -214,13 +221,13 @@ async function build(ctx: StepContext): Promise<StepDone> {
       },
       { onLine: lineSink(ctx), signal: ctx.signal, now: () => core.clock.now() },
     );
-    const failed = outcomeOf(res);
+    const failed = outcomeOf(res, ctx);
     if (failed) return failed;
     recordResolutions(ctx, plan);
     return { note: "buildah", set: { cacheHit: res.cacheHit } };
   }
   const res = await runNativeBuild({ ...nativeBase(ctx, plan, vars), checks: [], build: plan.build, output: plan.output }, { onLine: lineSink(ctx), signal: ctx.signal, now: () => core.clock.now() });
-  const failed = outcomeOf(res);
+  const failed = outcomeOf(res, ctx);
   if (failed) return failed;
   recordResolutions(ctx, plan);
   const hit = res.cacheHit === null ? "no dependency cache used" : `dependency cache ${res.cacheHit === 1 ? "reused" : "filled"}`;
