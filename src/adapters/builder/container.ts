@@ -182,10 +182,11 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
     // buildah and the RUN instructions it chroots into run in the build's own network namespace.
     netns = spec.network ? await spec.network.open(false) : null;
     const enter = netns ? netns.enterArgv() : [];
+    const accounts = accountsArgv(spec.workDir, ids);
     for (const s of steps) {
       emit("ops", "info", `$ ${s.label}`);
       const verdict = await runLimited({
-        argv: [...enter, ...(setpriv ? [...dropPrivilegesArgv(setpriv, ids), ...s.argv] : s.argv)],
+        argv: [...enter, ...accounts, ...(setpriv ? [...dropPrivilegesArgv(setpriv, ids), ...s.argv] : s.argv)],
         env: sandboxed,
         cwd: spec.workDir,
         deadline,
@@ -216,6 +217,38 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
     await releasePids(pids.group);
     await netns?.close();
   }
+}
+
+const ACCOUNTS = [
+  'mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/group || { echo "ops: could not name the build user for buildah" >&2; exit 125; }',
+  'shift 2; exec "$@"',
+].join("\n");
+
+/**
+ * buildah looks its own user up by uid and stops at "unknown userid" for a project's uid, which has
+ * no account on the host (decision 0202). When ops is root and the host has no entry for it, the
+ * host's /etc/passwd and /etc/group with one more line each are bound over the originals in a
+ * private mount namespace of buildah's own (invisible to the host), then privileges drop.
+ */
+function accountsArgv(workDir: string, ids: SandboxIdentity): string[] {
+  if (!runsAsRoot()) return [];
+  const read = (f: string) => {
+    try {
+      return readFileSync(f, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const passwd = read("/etc/passwd");
+  const group = read("/etc/group");
+  if (passwd.split("\n").some((l) => l.split(":")[2] === String(ids.uid))) return [];
+  const dir = path.join(workDir, "accounts");
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const name = `ops-${ids.uid}`;
+  const files = { passwd: path.join(dir, "passwd"), group: path.join(dir, "group") };
+  writeFileSync(files.passwd, `${passwd.replace(/\n?$/, "\n")}${name}:x:${ids.uid}:${ids.gid}:ops project sandbox:${path.join(workDir, "home")}:/usr/sbin/nologin\n`, { mode: 0o644 });
+  writeFileSync(files.group, `${group.replace(/\n?$/, "\n")}${group.split("\n").some((l) => l.split(":")[2] === String(ids.gid)) ? "" : `${name}:x:${ids.gid}:\n`}`, { mode: 0o644 });
+  return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", ACCOUNTS, "sh", files.passwd, files.group];
 }
 
 /** Directories and environment of the buildah process; a string when they cannot be set up. */
