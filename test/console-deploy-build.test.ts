@@ -92,6 +92,13 @@ describe("deploy a build from the console", () => {
     const timeline = await expectStatus<any[]>(await w.ctx.req("GET", "/deployments?service=web"), 200);
     expect(timeline[0].deployment).toMatchObject({ image_digest: builds.v1.image_digest, trigger: "manual" });
     await shot(page, "deployments-build-deployed");
+
+    // The picker starts at what runs, not at the newest build (issue 27: after a rollback it offered the broken one).
+    await page.reload();
+    await page.waitForFunction(() => (document.querySelector("#deploy-pick option:checked")?.textContent ?? "").includes("running"));
+    const selected = await page.locator("#deploy-pick option:checked").innerText();
+    expect(selected).toStartWith(`Build ${builds.v1.id}: The v1 version`);
+    expect(selected).toEndWith("— running");
     await context.close();
   });
 

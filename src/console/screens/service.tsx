@@ -30,6 +30,8 @@ interface Candidate {
   /** In the confirmation's sentence. */
   what: string;
   body: { digest: string } | { build_id: number };
+  /** The image it deploys, to tell which one runs. */
+  digest: string;
 }
 
 type Pending = { kind: "deploy"; candidate: Candidate } | { kind: "rollback"; digest: string };
@@ -45,7 +47,7 @@ async function loadCandidates(slug: string, env: string, service: string, access
     for (const b of builds) {
       if (!b.image_digest) continue;
       built.add(b.image_digest);
-      out.push({ key: `b${b.id}`, label: `Build ${b.id}: ${b.message} (${b.commit_sha.slice(0, 12)}, ${b.status})`, what: `build ${b.id} (${short(b.image_digest)})`, body: { build_id: b.id } });
+      out.push({ key: `b${b.id}`, label: `Build ${b.id}: ${b.message} (${b.commit_sha.slice(0, 12)}, ${b.status})`, what: `build ${b.id} (${short(b.image_digest)})`, body: { build_id: b.id }, digest: b.image_digest });
     }
   } catch (e) {
     // A server without builds answers 404 for the route: the images below remain.
@@ -54,7 +56,7 @@ async function loadCandidates(slug: string, env: string, service: string, access
   if (!access.can("packages.read", null)) return out;
   const packages = await api<{ images: Array<{ service: string; digest: string; commit: string; pushed_at?: string | null }> }>("GET", `/api/v1/projects/${slug}/packages`).catch(() => ({ images: [] }));
   const image = packages.images.find((i) => i.service === service);
-  if (image && !built.has(image.digest)) out.push({ key: `i${image.digest}`, label: `Newest pushed image ${short(image.digest)}${image.commit ? ` (${image.commit.slice(0, 12)})` : ""}`, what: `the image ${short(image.digest)}`, body: { digest: image.digest } });
+  if (image && !built.has(image.digest)) out.push({ key: `i${image.digest}`, label: `Newest pushed image ${short(image.digest)}${image.commit ? ` (${image.commit.slice(0, 12)})` : ""}`, what: `the image ${short(image.digest)}`, body: { digest: image.digest }, digest: image.digest });
   return out;
 }
 
@@ -68,6 +70,8 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
   const [timeline, setTimeline] = useState<TimelineEntry[]>([]);
   const [candidates, setCandidates] = useState<Candidate[]>([]);
   const [choice, setChoice] = useState("");
+  /** Once the person picks, the page stops choosing for them. */
+  const [picked, setPicked] = useState(false);
   const [digest, setDigest] = useState("");
   const [pending, setPending] = useState<Pending | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -90,7 +94,7 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
     loadCandidates(slug, env, props.service, props.access)
       .then((c) => {
         setCandidates(c);
-        setChoice(c[0]?.key ?? "");
+        setPicked(false);
       })
       .catch(() => setCandidates([]));
   }, [slug, env, props.service]);
@@ -105,6 +109,11 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
   }, [moving, slug, env, props.service]);
 
   const current = svc?.status.detail?.digest ?? null;
+  // The picker starts at what runs (after a rollback, not the broken build), else the newest.
+  useEffect(() => {
+    if (picked) return;
+    setChoice((candidates.find((c) => c.digest === current) ?? candidates[0])?.key ?? "");
+  }, [candidates, current, picked]);
   const rollbackTo = timeline.map((r) => r.deployment).find((d) => d && d.rollout === "healthy" && d.image_digest !== current)?.image_digest ?? null;
 
   function askDeploy(e: Event) {
@@ -112,9 +121,9 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
     setNotice(null);
     setError(null);
     const typed = digest.trim();
-    const picked = typed ? { key: "typed", label: typed, what: `the image ${short(typed)}`, body: { digest: typed } } : candidates.find((c) => c.key === choice);
-    if (!picked) return setError("Pick a build or an image, or paste a digest.");
-    setPending({ kind: "deploy", candidate: picked });
+    const chosen = typed ? { key: "typed", label: typed, what: `the image ${short(typed)}`, body: { digest: typed }, digest: typed } : candidates.find((c) => c.key === choice);
+    if (!chosen) return setError("Pick a build or an image, or paste a digest.");
+    setPending({ kind: "deploy", candidate: chosen });
   }
 
   async function confirm() {
@@ -229,10 +238,18 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
             {candidates.length > 0 && (
               <>
                 <label for="deploy-pick">Build or image</label>
-                <select id="deploy-pick" value={choice} onChange={(e) => setChoice((e.target as HTMLSelectElement).value)}>
+                <select
+                  id="deploy-pick"
+                  value={choice}
+                  onChange={(e) => {
+                    setPicked(true);
+                    setChoice((e.target as HTMLSelectElement).value);
+                  }}
+                >
                   {candidates.map((c) => (
                     <option key={c.key} value={c.key}>
                       {c.label}
+                      {c.digest === current ? " — running" : ""}
                     </option>
                   ))}
                 </select>
