@@ -21,3 +21,25 @@ test("the set-up and test commands are there", () => {
 test("every command is in the commands table", () => {
   for (const c of COMMANDS) expect(readme).toContain(`| \`ops ${c.name}\` |`);
 });
+
+test("the user guide and CONTRIBUTING.md name only commands ops has, and link only files that exist", () => {
+  const { readdirSync, existsSync } = require("node:fs") as typeof import("node:fs");
+  const path = require("node:path") as typeof import("node:path");
+  const root = path.resolve(import.meta.dir, "..");
+  const docs = [...readdirSync(path.join(root, "docs/guide")).map((f) => path.join(root, "docs/guide", f)), path.join(root, "CONTRIBUTING.md")];
+  const names = COMMANDS.map((c) => c.name);
+  const unknown: string[] = [];
+  for (const file of docs) {
+    const text = readFileSync(file, "utf8");
+    for (const m of text.matchAll(/`ops ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?/g)) {
+      const [one, two] = [m[1], m[2]];
+      const known = names.includes(`${one} ${two}`) || names.includes(one) || names.some((n) => n.startsWith(`${one} `));
+      if (!known) unknown.push(`${path.basename(file)}: ops ${one}${two ? ` ${two}` : ""}`);
+    }
+    for (const m of text.matchAll(/\]\(([^)#]+)(#[^)]*)?\)/g)) {
+      if (/^https?:/.test(m[1])) continue;
+      if (!existsSync(path.resolve(path.dirname(file), m[1]))) unknown.push(`${path.basename(file)}: link ${m[1]}`);
+    }
+  }
+  expect(unknown).toEqual([]);
+});
