@@ -162,6 +162,13 @@ describe("identity", () => {
     expect(a).not.toBe(b);
   });
 
+  test("a project's unpacked images sit in a folder of its own uid, mode 0700", async () => {
+    const uid = ((await (await viaIngress(ingress, defaultHostOf(projects.alpha.slug, "web"), "/")).json()) as { uid: number }).uid;
+    const project = t.core.access.findProject(projects.alpha.slug)!;
+    const st = lstatSync(path.join(t.dataDir, "run", "images", project.id));
+    expect({ mode: st.mode & 0o777, uid: st.uid }).toEqual({ mode: 0o700, uid });
+  });
+
   test("a project's dependency cache belongs to its own uid, mode 0700", async () => {
     const b = await getBuild(w, buildId);
     const project = t.core.access.findProject(w.ctx.slug)!;

@@ -4,12 +4,13 @@
  * stopped (SIGTERM, grace, SIGKILL) when the Core closes. `prepareImage` pulls an image out of the
  * embedded registry and unpacks it for the process runtime.
  */
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Core } from "../../core/core";
 import { readImage } from "../../domains/registries/oci/pull";
 import { createProcessRuntime } from "./process-runtime";
 import { projectIdentity, sandboxNetworkOf } from "../sandbox";
-import { defaultIdentity } from "../sandbox/users";
+import { defaultIdentity, sandboxDir } from "../sandbox/users";
 import { createDockerRuntime } from "./docker";
 import { unpackImage, type Refusal } from "./unpack";
 import type { Runtime, RuntimeHooks, RuntimeImage } from "./types";
@@ -49,15 +50,29 @@ export function imagesDir(core: Core): string {
 }
 
 /**
- * Read `<repository>:<reference>` from the embedded registry and, for the process runtime, unpack
- * it (once per digest). Entries the unpacker refused are logged and returned.
+ * A project's own folder of unpacked images, `run/images/<project id>/`: 0700 and owned by the
+ * project's sandbox uid when ops is root (DESIGN §6 "Identity", decision 0202), so no other
+ * project's sandbox user can enter it. Replicas reach their image through the root wrapper's
+ * private mount (sandbox/bwrap.ts), never through this path.
  */
-export async function prepareImage(core: Core, repository: string, reference: string): Promise<{ image: RuntimeImage; refused: Refusal[] }> {
+function projectImagesDir(core: Core, projectId: string): string {
+  if (!/^[A-Za-z0-9_-]+$/.test(projectId)) throw new Error(`not a project id: ${JSON.stringify(projectId)}`);
+  const base = imagesDir(core);
+  mkdirSync(base, { recursive: true, mode: 0o755 });
+  return sandboxDir(path.join(base, projectId), projectIdentity(core, projectId));
+}
+
+/**
+ * Read `<repository>:<reference>` from the embedded registry and, for the process runtime, unpack
+ * it (once per digest, per project when `projectId` is given). Entries the unpacker refused are
+ * logged and returned.
+ */
+export async function prepareImage(core: Core, repository: string, reference: string, projectId?: string): Promise<{ image: RuntimeImage; refused: Refusal[] }> {
   const pulled = await readImage(core, repository, reference);
   const image: RuntimeImage = { digest: pulled.digest, config: pulled.config };
   // The engine pulls from ops's registry itself (a plain-HTTP registry must be in its insecure-registries).
   if (core.config.runtime === "docker") return { image: { ...image, reference: `${new URL(core.config.publicUrl).host}/${repository}@${pulled.digest}` }, refused: [] };
-  const unpacked = await unpackImage(imagesDir(core), pulled.digest, pulled.layers);
+  const unpacked = await unpackImage(projectId ? projectImagesDir(core, projectId) : imagesDir(core), pulled.digest, pulled.layers);
   if (unpacked.refused.length > 0) core.log.warn("image entries refused while unpacking", { repository, digest: pulled.digest, refused: unpacked.refused.slice(0, 20), count: unpacked.refused.length });
   return { image: { ...image, root: unpacked.root }, refused: unpacked.refused };
 }

@@ -72,7 +72,7 @@ export function serviceEnv(core: Core, addr: ServiceAddress, service: ResourceRo
 
 /** Pull and unpack the digest of the service's repository (once per digest). */
 export async function imageFor(core: Core, addr: ServiceAddress, digest: string): Promise<RuntimeImage> {
-  return (await prepareImage(core, repositoryOf(addr), digest)).image;
+  return (await prepareImage(core, repositoryOf(addr), digest, addr.project.id)).image;
 }
 
 /** Start `count` replicas of `image` for the service (state `starting`). */
