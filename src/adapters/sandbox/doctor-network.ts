@@ -6,7 +6,7 @@
 import { networkPolicy } from "./network";
 import { openNetns } from "./netns";
 import { networkTools } from "./index";
-import type { DoctorCheck, DoctorContext } from "./doctor";
+import type { DoctorCheck, DoctorContext } from "./doctor-types";
 
 const NAME = "network isolation";
 
