@@ -71,6 +71,14 @@ describe("ops deploy and ops rollback", () => {
     expect(r.err).toContain("rolled_back");
     const svc = await expectStatus(await t.request("GET", `/api/v1/projects/${slug}/resources/service/web`, { token }), 200);
     expect(svc.status.detail.digest).toBe(digests.v1);
+    // The rollback writes an error line to the service's log (issue 27), naming the deployment.
+    const id = r.out.split(" ")[0];
+    let errors = await ops("logs", "web", "--level", "error");
+    for (let i = 0; i < 50 && !errors.out.includes(`deployment ${id} rolled back`); i++) {
+      await Bun.sleep(100);
+      errors = await ops("logs", "web", "--level", "error");
+    }
+    expect(errors.out).toMatch(new RegExp(`^\\S+Z ERROR web\\[production\\] deployment ${id} rolled back: the new replicas were not healthy: .*HTTP 500`, "m"));
   });
 
   test("--no-wait prints the deployment's id; usage errors exit 2; the server's refusals exit 1 with its message", async () => {
@@ -99,7 +107,8 @@ describe("ops logs", () => {
     }
     expect(r.code).toBe(0);
     const lines = r.out.trim().split("\n");
-    expect(lines.some((l) => /^\S+Z (INFO|WARN) +web\[production\] listening on \d+$/.test(l))).toBe(true);
+    // Each line names the replica that wrote it.
+    expect(lines.some((l) => /^\S+Z (INFO|WARN) +web\[production \S+\] listening on \d+$/.test(l))).toBe(true);
     const stamps = lines.map((l) => l.split(" ")[0]);
     expect([...stamps].sort()).toEqual(stamps);
     const grep = await ops("logs", "web", "--grep", "LISTENING");

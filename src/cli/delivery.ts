@@ -59,7 +59,8 @@ export function query(params: Record<string, string | undefined>): string {
 }
 
 function logLine(e: LogEntry): string {
-  return `${e.timestamp} ${e.level.toUpperCase().padEnd(5)} ${e.service}[${e.environment}] ${e.message}\n`;
+  // The replica that wrote the line, when one did (ops's own notes name none).
+  return `${e.timestamp} ${e.level.toUpperCase().padEnd(5)} ${e.service}[${e.environment}${e.host ? ` ${e.host}` : ""}] ${e.message}\n`;
 }
 
 const logKey = (e: LogEntry) => `${e.timestamp}\u0000${e.host}\u0000${e.target}\u0000${e.message}`;

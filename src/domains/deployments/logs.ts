@@ -59,6 +59,14 @@ export function keepLine(core: Core, replica: string, labels: Record<string, str
   if (ring.projectId) toStore(core, { project: ring.projectId, environment: ring.environment, service: ring.service, level: stream === "stderr" ? "warn" : "info", message: line, target: stream, timestamp: at, host: replica });
 }
 
+/**
+ * One line ops writes about a service itself (stream `ops`, no replica): e.g. an automatic
+ * rollback's reason, at level error, so `ops logs` and the log search show it beside the output.
+ */
+export function serviceNote(core: Core, where: { projectId: string; environment: string; service: string }, level: "info" | "warn" | "error", message: string): void {
+  toStore(core, { project: where.projectId, environment: where.environment, service: where.service, level, message, target: "ops", timestamp: core.clock.now(), host: "" });
+}
+
 const BATCH = "deployments.log-batch";
 const BATCH_LINES = 500;
 const BATCH_MS = 250;

@@ -36,6 +36,7 @@ import { insertRollout, serviceLink } from "./record";
 import { restoreService, enqueueReconcile } from "./reconcile";
 import { syncStatusComponent, writeServiceStatus } from "./status";
 import { reportRollout } from "./host";
+import { serviceNote } from "./logs";
 
 /** How long a switch waits for requests in flight to the old replicas before stopping them. */
 export const DRAIN_MS = 30_000;
@@ -119,6 +120,7 @@ async function rollBack(core: Core, addr: ServiceAddress, row: DeploymentRow, st
     return r;
   });
   core.log.warn("rollout rolled back", { deployment: row.id, service: serviceKeyOf(addr), err: reason });
+  serviceNote(core, { projectId: addr.project.id, environment: addr.environment, service: addr.service }, "error", `deployment ${row.id} rolled back: ${note}`);
   writeServiceStatus(core, addr);
   await reportRollout(core, addr, done.id);
   await tellListeners(core, done, { status: "rolled_back", failureKind: "health", error: note });
