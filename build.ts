@@ -4,14 +4,14 @@
  * are embedded through src/core/db/migrations.generated.ts, so the build first checks that the
  * manifest is current and stops if it is not.
  *
- *   bun build.ts [--version 1.2.3] [--outfile path/to/ops] [--target bun-linux-arm64]
+ *   bun build.ts [--version 1.2.3] [--outfile path/to/ops] [--target bun-linux-arm64] [--release-key release.pub.pem]
  *
  * The version baked in (OPS_BUILD_VERSION, printed by `ops version`) is package.json's unless
  * `--version` says otherwise. The binary reads no .env or bunfig.toml from the directory it runs
  * in: its configuration is OPS_* variables and flags only.
  */
 import { parseArgs } from "node:util";
-import { statSync, mkdirSync } from "node:fs";
+import { statSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import pkg from "./package.json";
 import { compileOps } from "./scripts/compile";
@@ -25,6 +25,7 @@ const { values } = parseArgs({
     version: { type: "string" },
     outfile: { type: "string" },
     target: { type: "string" },
+    "release-key": { type: "string" },
   },
   strict: true,
 });
@@ -49,7 +50,9 @@ run(["scripts/embed-migrations.ts", "--check"]);
 mkdirSync(path.dirname(outfile), { recursive: true });
 const started = performance.now();
 try {
-  await compileOps({ outfile, version, target: values.target });
+  // The release key `ops self-update` pins (docs/decisions/0388).
+  const releaseKey = values["release-key"] ? readFileSync(path.resolve(process.cwd(), values["release-key"]), "utf8") : undefined;
+  await compileOps({ outfile, version, target: values.target, releaseKey });
 } catch (e) {
   console.error(`build: ${(e as Error).message}`);
   process.exit(1);

@@ -13,6 +13,8 @@ export interface CompileOptions {
   version: string;
   /** A cross-compile target such as `bun-linux-arm64`; default: this machine. */
   target?: string;
+  /** PEM of the release public key `ops self-update` trusts (docs/decisions/0388); none = self-update refuses. */
+  releaseKey?: string;
 }
 
 /** Compile ops to `outfile`. Throws with the bundler's messages on failure. */
@@ -28,7 +30,7 @@ export async function compileOps(opts: CompileOptions): Promise<string> {
     },
     minify: true,
     sourcemap: "none",
-    define: { OPS_BUILD_VERSION: JSON.stringify(opts.version), ...(await consoleDefine()) },
+    define: { OPS_BUILD_VERSION: JSON.stringify(opts.version), OPS_RELEASE_PUBLIC_KEY: JSON.stringify(opts.releaseKey ?? ""), ...(await consoleDefine()) },
   });
   if (!res.success) throw new Error(`compiling ops failed:\n${res.logs.map(String).join("\n")}`);
   return opts.outfile;

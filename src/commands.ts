@@ -11,6 +11,7 @@ import { rotateSecretsKeyCommand, sealCommand, unsealCommand } from "./commands/
 import { adminCreateOperatorCommand, adminCreateProjectCommand } from "./domains/access/commands";
 import { publishCliCommand } from "./domains/cli/commands";
 import { BACKUP_COMMANDS } from "./domains/backups/commands";
+import { selfUpdateCommand } from "./domains/appliance/commands";
 import { CLIENT_COMMANDS } from "./cli";
 
 export const COMMANDS: readonly Command[] = [
@@ -28,5 +29,6 @@ export const COMMANDS: readonly Command[] = [
   adminCreateProjectCommand,
   publishCliCommand,
   ...BACKUP_COMMANDS,
+  selfUpdateCommand,
   ...CLIENT_COMMANDS,
 ];

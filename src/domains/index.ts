@@ -20,6 +20,7 @@ import { observabilityModule } from "./observability";
 import { modulesModule } from "./modules";
 import { mcpModule } from "./mcp";
 import { backupsModule } from "./backups";
+import { applianceModule } from "./appliance";
 import { consoleModule } from "../console/module";
 
 export const DOMAINS: readonly DomainModule[] = [
@@ -40,5 +41,6 @@ export const DOMAINS: readonly DomainModule[] = [
   modulesModule,
   mcpModule,
   backupsModule,
+  applianceModule,
   consoleModule,
 ];

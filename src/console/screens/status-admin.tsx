@@ -3,7 +3,7 @@
  * page's components — the platform's own, which ops probes every minute, and the ones added by
  * hand — with their state and since when; setting a component's state with a reason (kept for
  * operators, never shown publicly); adding and removing components; and the incidents the public
- * page folds from the transitions; and the estate's backups.
+ * page folds from the transitions; the estate's backups and the server's self-update.
  */
 import { useState } from "preact/hooks";
 import { api, type Me, type PublicStatus } from "../api";
@@ -12,7 +12,7 @@ import { accessOf } from "../access";
 import { Denied } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
 import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
-import { BackupsCard } from "../widgets/appliance";
+import { BackupsCard, UpdateCard } from "../widgets/appliance";
 
 interface Component {
   slug: string;
@@ -97,6 +97,7 @@ export function StatusAdminPage(props: { me: Me }) {
       </Scroll>
       <NewComponent onAdd={(slug, name) => void act(async () => (await api("POST", "/api/v1/status/components", { slug, name }), `${name} is on the status page.`))} />
       <BackupsCard />
+      <UpdateCard />
       <h2>Incidents</h2>
       {status.incidents.length === 0 ? (
         <Empty>No incidents in the last 30 days.</Empty>

@@ -1,10 +1,13 @@
 /**
  * The estate's own upkeep, shown on the status administration page to people who manage the
- * estate: the scheduled backups (where, when, the newest good one, failing or not).
+ * estate: the scheduled backups (where, when, the newest good one, failing or not), and the
+ * button that updates the server's binary from OPS_UPDATE_URL and restarts it in place.
  */
+import { useState } from "preact/hooks";
 import { api } from "../api";
 import { Alert, when } from "../ui";
-import { Pending, useLoad } from "./load";
+import { Confirm } from "./confirm";
+import { Pending, errorText, useLoad } from "./load";
 
 interface BackupSummary {
   id: string;
@@ -66,6 +69,51 @@ export function BackupsCard() {
           </dl>
         </>
       )}
+    </section>
+  );
+}
+
+interface SelfUpdateResult {
+  updated: boolean;
+  version: string;
+  from?: string;
+  reason?: string;
+  restarting: boolean;
+}
+
+export function UpdateCard() {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  async function run() {
+    setAsking(false);
+    setBusy(true);
+    setError(null);
+    setDone(null);
+    try {
+      const r = await api<SelfUpdateResult>("POST", "/api/v1/estate/self-update", {});
+      setDone(r.updated ? `Updated from ops ${r.from} to ops ${r.version}${r.restarting ? "; the server restarts in place now." : "."}` : (r.reason ?? `ops ${r.version} is current.`));
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <section class="card" aria-labelledby="update-title">
+      <h2 id="update-title">Server version</h2>
+      <p class="muted">Checks the release at OPS_UPDATE_URL, verifies its signature and SHA-256, replaces the binary and restarts ops in place (a second or two without the API).</p>
+      {error && <Alert>{error}</Alert>}
+      {done && <Alert kind="ok">{done}</Alert>}
+      {asking && (
+        <Confirm title="Update ops now?" yes="Yes, update" onConfirm={() => void run()} onCancel={() => setAsking(false)}>
+          <p>When a newer signed release is there, ops replaces its binary and restarts; requests in flight finish first.</p>
+        </Confirm>
+      )}
+      <button type="button" class="primary" disabled={busy} onClick={() => setAsking(true)}>
+        {busy ? "Updating…" : "Update ops"}
+      </button>
     </section>
   );
 }
