@@ -69,8 +69,12 @@ describe("ops deploy and ops rollback", () => {
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/^\d+ rolled_back\n$/);
     expect(r.err).toContain("rolled_back");
+    // Each probe result is streamed while the rollout waits, not only the verdict (issue 27).
+    expect(r.err).toMatch(/^  probing: Deploying: \S+: \/healthz answered HTTP 500 \(\d+ s left\)$/m);
     const svc = await expectStatus(await t.request("GET", `/api/v1/projects/${slug}/resources/service/web`, { token }), 200);
     expect(svc.status.detail.digest).toBe(digests.v1);
+    const probes = await ops("logs", "web", "--grep", "probe of");
+    expect(probes.out).toMatch(/\] deployment \d+ probe of \S+: \/healthz answered HTTP 500$/m);
     // The rollback writes an error line to the service's log (issue 27), naming the deployment.
     const id = r.out.split(" ")[0];
     let errors = await ops("logs", "web", "--level", "error");

@@ -207,7 +207,11 @@ async function rollout(core: Core, addr: ServiceAddress, row: DeploymentRow): Pr
   const path = spec.health_check_path ?? null;
   const secs = core.config.deployHealthTimeoutSecs;
   setPhase(core, row.id, "probing", path ? `waiting up to ${secs} s for ${path} to answer 2xx on ${wanted} new replica${wanted === 1 ? "" : "s"}` : `waiting up to ${secs} s for ${wanted} new replica${wanted === 1 ? "" : "s"} to accept connections`);
-  const verdict = await probeReplicas(core, started, path, secs * 1000);
+  // Each probe result reaches the timeline (so the console and ops deploy) and the service's log as it changes.
+  const verdict = await probeReplicas(core, started, path, secs * 1000, (replica, result, left) => {
+    setPhase(core, row.id, "probing", `${replica}: ${result} (${left} s left)`);
+    serviceNote(core, { projectId: addr.project.id, environment: addr.environment, service: addr.service }, "info", `deployment ${row.id} probe of ${replica}: ${result}`);
+  });
   if (!verdict.ok) return rollBack(core, addr, row, started, `${verdict.replica}: ${verdict.reason}`);
 
   setPhase(core, row.id, "switching", `routing traffic to ${wanted} new replica${wanted === 1 ? "" : "s"}`);
