@@ -7,7 +7,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Core } from "../../core/core";
-import { readImage } from "../../domains/registries/oci/pull";
+import { readImage } from "../../domains/registries/service";
 import { createProcessRuntime } from "./process-runtime";
 import { projectIdentity, sandboxNetworkOf } from "../sandbox";
 import { defaultIdentity, sandboxDir } from "../sandbox/users";

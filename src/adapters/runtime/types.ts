@@ -9,7 +9,7 @@
  * SIGTERM, a grace period, then SIGKILL of everything it started. What to run, when, and where
  * traffic goes belong to the caller.
  */
-import type { ImageConfig } from "../../domains/registries/oci/pull";
+import type { ImageConfig } from "../../domains/registries/service";
 
 export type { ImageConfig };
 

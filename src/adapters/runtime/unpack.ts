@@ -26,6 +26,9 @@ import { chmodSync, closeSync, existsSync, fchmodSync, linkSync, lstatSync, mkdi
 import { chmod, rename } from "node:fs/promises";
 import path from "node:path";
 import { Parser, type ReadEntry } from "tar";
+import { dirMode, fileMode, imageRoot, safeLinkTarget, safeParts, UnpackError, writeFully } from "./unpack-paths";
+
+export { imageRoot, safeLinkTarget, safeParts, UnpackError } from "./unpack-paths";
 
 export interface LayerSource {
   digest: string;
@@ -55,7 +58,6 @@ export interface UnpackResult {
   refused: Refusal[];
 }
 
-export class UnpackError extends Error {}
 
 const DEFAULT_MAX_BYTES = 8 * 1024 ** 3;
 const DEFAULT_MAX_ENTRIES = 500_000;
@@ -63,51 +65,8 @@ const STALE_TEMP_MS = 60 * 60 * 1000;
 const WHITEOUT = ".wh.";
 const OPAQUE = ".wh..wh..opq";
 
-/** The directory an image's root is (or will be) unpacked into. */
-export function imageRoot(imagesDir: string, digest: string): string {
-  const m = /^sha256:([0-9a-f]{64})$/.exec(digest);
-  if (!m) throw new UnpackError(`"${digest}" is not a sha256 digest`);
-  return path.join(imagesDir, `sha256-${m[1]}`);
-}
-
-/** Root-relative parts of a tar path, or null when it climbs out (`..`) or holds a NUL. */
-export function safeParts(p: string): string[] | null {
-  if (p.includes("\0")) return null;
-  const parts = p.split("/").filter((s) => s !== "" && s !== ".");
-  if (parts.some((s) => s === "..")) return null;
-  return parts;
-}
-
-/**
- * The symlink target to create for a link at `parts` pointing to `target`, or null when it
- * leaves the root. Absolute targets are made relative to the link's directory.
- */
-export function safeLinkTarget(parts: string[], target: string): string | null {
-  if (target === "" || target.includes("\0")) return null;
-  const dir = parts.slice(0, -1);
-  const resolved: string[] = target.startsWith("/") ? [] : [...dir];
-  for (const seg of target.split("/")) {
-    if (seg === "" || seg === ".") continue;
-    if (seg === "..") {
-      if (resolved.length === 0) return null;
-      resolved.pop();
-    } else resolved.push(seg);
-  }
-  if (!target.startsWith("/")) return target;
-  const rel = path.posix.relative(dir.join("/") || ".", resolved.join("/") || ".");
-  return rel === "" ? "." : rel;
-}
-
-const fileMode = (mode: number | undefined) => ((mode ?? 0o644) & 0o777) | 0o444 | ((mode ?? 0) & 0o100 ? 0o111 : 0);
-const dirMode = (mode: number | undefined) => ((mode ?? 0o755) & 0o777) | 0o755;
-
 class Refused extends Error {}
 
-/** Write all of `bytes` (writeSync may write less than asked). */
-function writeFully(fd: number, bytes: Buffer): void {
-  let off = 0;
-  while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-}
 
 /*
  * The filesystem work is synchronous: an image of thousands of small files (a node_modules) is
