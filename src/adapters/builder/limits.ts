@@ -35,7 +35,7 @@ export interface PidsSetup {
 /** The build's process limit (`OPS_SANDBOX_PIDS`), in its memory group on cgroup v2, or the reason there is none. */
 export function pidsLimit(max: number, name: string, memory: MemoryCgroup | null): PidsSetup {
   if (max <= 0) return { group: null, line: { level: "info", text: "no process limit is set for builds" } };
-  const attempt = createPidsGroup(`${name}-pids`, max, { beside: memory });
+  const attempt = createPidsGroup(`${name}-pids`, max, { beside: memory, under: "ops-builds" });
   if (!attempt.group) return { group: null, line: { level: "warn", text: `process limit ${max} is NOT enforced: ${attempt.reason}` } };
   return { group: attempt.group, line: { level: "info", text: `process limit ${max} (${attempt.group.how})` } };
 }

@@ -158,3 +158,12 @@ export function createPidsGroup(name: string, max: number, opts: { beside?: Memo
     return { group: null, reason: `cgroup v${h.version} pids at ${h.own} is not writable (${errText(e)})` };
   }
 }
+
+/** A process limit for one sandbox started on its own (a job run): what to join, the note when it is not enforced, and its removal. */
+export function sandboxPids(max: number, name: string): { joinFirst: string[]; note: string | null; release(): Promise<void> } {
+  if (max <= 0) return { joinFirst: [], note: null, release: async () => {} };
+  const attempt = createPidsGroup(name, max, { under: "ops-sandboxes" });
+  if (!attempt.group) return { joinFirst: [], note: `process limit of ${max} is NOT enforced: ${attempt.reason}`, release: async () => {} };
+  const group = attempt.group;
+  return { joinFirst: group.joinFile ? [group.joinFile] : [], note: null, release: () => group.remove() };
+}

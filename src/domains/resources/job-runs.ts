@@ -24,6 +24,7 @@ import { assertNotArchived } from "../access/service";
 import { startCommand, DEFAULT_PATH, type RunningCommand } from "../../adapters/runtime/process";
 import { projectIdentity, sandboxNetworkOf, type Netns } from "../../adapters/sandbox";
 import { hostTrustVariables, sandboxArgv } from "../../adapters/sandbox/bwrap";
+import { sandboxPids } from "../../adapters/sandbox/pids";
 import { findSandboxTools, sandboxDir } from "../../adapters/sandbox/users";
 import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
 import { jobRunLines, jobRuns, jobSchedules } from "./tables";
@@ -240,13 +241,13 @@ const JOB_HOME = "/home/job";
  * trees read-only, its home writable, a sized /tmp, its own network namespace, the project's host
  * user; nothing of ops's data dir. A job is project code like a build step.
  */
-function jobArgv(core: Core, job: ResourceRow, workDir: string, command: string, netns: Netns | null): string[] {
+function jobArgv(core: Core, job: ResourceRow, workDir: string, command: string, netns: Netns | null, joinFirst: string[]): string[] {
   const tools = findSandboxTools(DEFAULT_PATH, "job runs");
   if (typeof tools === "string") throw new Error(tools);
   const ids = projectIdentity(core, job.projectId);
   sandboxDir(workDir, ids);
   const network = netns ? { enter: netns.enterArgv(), ...sandboxNetworkOf(core).etc("ops-job") } : null;
-  return sandboxArgv(tools, { mounts: [{ host: workDir, inside: JOB_HOME }], chdir: JOB_HOME, hide: [core.config.dataDir], tmpfs: ["/tmp"], user: "host", hostUser: ids, hostname: "ops-job", network }, ["/bin/sh", "-c", command]);
+  return sandboxArgv(tools, { mounts: [{ host: workDir, inside: JOB_HOME }], chdir: JOB_HOME, hide: [core.config.dataDir], tmpfs: ["/tmp"], tmpSizeMb: core.config.sandboxTmpMb, joinFirst, user: "host", hostUser: ids, hostname: "ops-job", network }, ["/bin/sh", "-c", command]);
 }
 
 /** The scheduler item handler: execute one queued run. Never throws for a failing command. */
@@ -305,6 +306,8 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
     },
   });
   let running: RunningCommand;
+  const pids = sandboxPids(core.config.sandboxPids, `job-${run.id}`);
+  if (pids.note) writer.add("warn", pids.note);
   try {
     if (network.refusal) throw new Error(network.refusal);
     netns = await network.open(false);
@@ -314,12 +317,12 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
       finishRun(core, run.id, "failed", null, "ops shut down during the run");
       started(null);
       liveRuns(core).delete(run.id);
-      await netns?.close();
+      await Promise.all([netns?.close(), pids.release()]);
       rmSync(workDir, { recursive: true, force: true });
       return;
     }
     running = startCommand({
-      command: jobArgv(core, job, workDir, spec.command, netns),
+      command: jobArgv(core, job, workDir, spec.command, netns, pids.joinFirst),
       cwd: "/",
       env,
       timeoutMs: timeoutSecs * 1000,
@@ -331,7 +334,7 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
     finishRun(core, run.id, "failed", null, "the command could not be started");
     started(null);
     liveRuns(core).delete(run.id);
-    await netns?.close();
+    await Promise.all([netns?.close(), pids.release()]);
     rmSync(workDir, { recursive: true, force: true });
     return;
   }
@@ -349,7 +352,7 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
     finishRun(core, run.id, error ? "failed" : "succeeded", res.exitCode, error);
   } finally {
     liveRuns(core).delete(run.id);
-    await netns?.close();
+    await Promise.all([netns?.close(), pids.release()]);
     rmSync(workDir, { recursive: true, force: true });
   }
 }
