@@ -199,7 +199,8 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   bwrap.push("--chdir", opts.chdir, "--", ...argv);
 
   const enter = opts.network ? [...opts.network.enter] : [];
-  const first = [...(filter ? seccompOpenArgv(filter) : []), ...(opts.joinFirst ?? []).flatMap((f) => joinArgv(f))];
+  const joins = (opts.joinFirst ?? []).map((f) => joinFile(f));
+  const first = filter || joins.length > 0 ? seccompOpenArgv(filter, joins) : [];
   const drop = asRoot ? dropPrivilegesArgv(tools.setpriv as string, opts.hostUser ?? { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID }) : [];
   if (privateImage) {
     ensureMountPoint();

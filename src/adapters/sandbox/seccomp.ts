@@ -16,6 +16,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { JOIN_SHELL } from "./cgroups";
 
 export type SeccompArch = "x64" | "arm64";
 
@@ -151,7 +152,13 @@ export function seccompFile(): string | null {
 /** The file descriptor the filter is opened on for bwrap. */
 export const SECCOMP_FD = 9;
 
-/** The argv prefix that opens `file` on SECCOMP_FD, then execs the rest (which passes `--seccomp 9` to bwrap). */
-export function seccompOpenArgv(file: string): string[] {
-  return ["/bin/sh", "-c", `exec ${SECCOMP_FD}<"$0" || exit 125; exec "$@"`, file];
+/**
+ * The argv prefix that opens `file` on SECCOMP_FD (bwrap gets `--seccomp 9`) and joins the groups
+ * whose join files are `joins` (cgroups.ts `joinFile`: a v1 pids group), then execs the rest: one
+ * shell for both, so the limits cost one exec per sandbox start.
+ */
+export function seccompOpenArgv(file: string | null, joins: readonly string[] = []): string[] {
+  const open = file ? `exec ${SECCOMP_FD}<"$0" || exit 125; ` : "";
+  const join = joins.map((_, i) => `J="\${${i + 1}}"; ${JOIN_SHELL} || { echo "ops: could not join the sandbox's cgroup" >&2; exit 125; }; `).join("");
+  return ["/bin/sh", "-c", `${open}${join}shift ${joins.length}; exec "$@"`, file ?? "", ...joins];
 }
