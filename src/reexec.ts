@@ -14,6 +14,12 @@ export function compiledSelf(): string | null {
   return process.execPath.replace(/ \(deleted\)$/, "");
 }
 
+/** The argv that runs another `ops` command with this binary (or this checkout's entry point). */
+export function opsArgv(...args: string[]): string[] {
+  const self = compiledSelf();
+  return self !== null ? [self, ...args] : [process.execPath.replace(/ \(deleted\)$/, ""), new URL("./main.ts", import.meta.url).pathname, ...args];
+}
+
 /** The argv that starts this process again: the compiled binary, or bun with the entry script. */
 export function selfArgv(): string[] {
   const self = compiledSelf();

@@ -13,10 +13,10 @@ import { iso } from "../../core/clock";
 import { nextCronRun } from "../../core/scheduler";
 import { lastEstateNoticeAt, notifyEstate } from "../notifications/service";
 import { passphraseFrom } from "./crypt";
-import { createBackup } from "./create";
 import { pruneBackups } from "./prune";
 import { listManifests, readManifest } from "./restore";
 import { openTarget } from "./target";
+import { opsArgv } from "../../reexec";
 import type { BackupStatusResponse, BackupSummary, Manifest } from "./model";
 
 export const BACKUP_TASK = "backups.scheduled";
@@ -24,6 +24,8 @@ export const WATCH_TASK = "backups.watch";
 
 interface BackupState {
   lastGood: BackupSummary | null;
+  /** When this server last finished a good backup, by its clock. */
+  lastGoodAt: number | null;
   lastAttemptAt: number | null;
   lastError: string | null;
 }
@@ -31,7 +33,7 @@ interface BackupState {
 function stateOf(core: Core): BackupState {
   let s = core.locals.get("backups.state") as BackupState | undefined;
   if (!s) {
-    s = { lastGood: null, lastAttemptAt: null, lastError: null };
+    s = { lastGood: null, lastGoodAt: null, lastAttemptAt: null, lastError: null };
     core.locals.set("backups.state", s);
   }
   return s;
@@ -50,6 +52,26 @@ function targetOf(core: Core) {
   return openTarget(core.config.backup.to!, core.config.backup.s3, core.config.dataDir);
 }
 
+/**
+ * `ops backup create` as a child process: the snapshot's `VACUUM INTO` and file reads are
+ * synchronous, and a telemetry.db of gigabytes would hold the server's event loop for as long.
+ */
+async function backupInChild(core: Core): Promise<Manifest> {
+  const cfg = core.config.backup;
+  const args = ["backup", "create", "--to", cfg.to!, "--data-dir", core.config.dataDir];
+  if (cfg.passphraseFile !== null) args.push("--passphrase-file", cfg.passphraseFile);
+  const env: Record<string, string> = { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", OPS_LOG_LEVEL: "warn" };
+  const s3 = cfg.s3;
+  for (const [k, v] of [["OPS_BACKUP_S3_ENDPOINT", s3.endpoint], ["OPS_BACKUP_S3_REGION", s3.region], ["OPS_BACKUP_S3_ACCESS_KEY_ID", s3.accessKeyId], ["OPS_BACKUP_S3_SECRET_ACCESS_KEY", s3.secretAccessKey]] as const) if (v !== null) env[k] = v;
+  const child = Bun.spawn(opsArgv(...args), { cwd: core.config.dataDir, env, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  if (code !== 0) throw new Error(err.trim().replace(/^ops backup create: /, "").slice(0, 500) || `ops backup create exited ${code}`);
+  const id = /^backup (\S+) at /.exec(out)?.[1];
+  if (!id) throw new Error(`ops backup create said: ${out.slice(0, 200)}`);
+  const { manifest } = await readManifest({ target: targetOf(core), key: `manifests/${id}.json` }, passphraseOf(core));
+  return manifest;
+}
+
 /** One scheduled backup, then pruning, then the watch. Throws (so the task shows the error) on failure. */
 export async function runScheduledBackup(core: Core): Promise<void> {
   const cfg = core.config.backup;
@@ -60,8 +82,9 @@ export async function runScheduledBackup(core: Core): Promise<void> {
   try {
     const passphrase = passphraseOf(core);
     const target = targetOf(core);
-    const m = await createBackup(core.config.dataDir, target, { passphrase, version: core.version, now: new Date(core.clock.now()) });
+    const m = await backupInChild(core);
     s.lastGood = summaryOf(m);
+    s.lastGoodAt = core.clock.now();
     s.lastError = null;
     const pruned = await pruneBackups(target, cfg.keep, passphrase, core.clock.now());
     core.log.info("backup stored", { id: m.id, place: target.label, files: m.stats.files, new_objects: m.stats.new_objects, new_bytes: m.stats.new_bytes, ms: m.stats.ms, pruned_manifests: pruned.manifests, pruned_objects: pruned.objects, prune_skipped: pruned.skipped ?? undefined });
@@ -91,7 +114,7 @@ export async function watchBackups(core: Core): Promise<BackupStatusResponse> {
   const cfg = core.config.backup;
   const s = stateOf(core);
   const now = core.clock.now();
-  let newestAt = s.lastGood ? Date.parse(s.lastGood.created_at) : null;
+  let newestAt = s.lastGoodAt;
   let label: string | null = null;
   if (cfg.to !== null) {
     try {

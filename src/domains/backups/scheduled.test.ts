@@ -10,6 +10,7 @@ import path from "node:path";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "../../../test/harness";
 import { makeOwner, makePerson, makeProject, type Person } from "../../../test/fixtures";
 import { tx } from "../../core/db/client";
+import { FixedClock } from "../../core/clock";
 import { insertSession } from "../access/service";
 import { BACKUP_TASK, WATCH_TASK } from "./jobs";
 
@@ -21,7 +22,8 @@ let dev: Person;
 
 beforeAll(async () => {
   place = tempDir("ops-scheduled-");
-  t = await createTestApp({ env: { OPS_BACKUP_TO: place, OPS_BACKUP_KEEP: "2", OPS_BACKUP_SCHEDULE: "0 3 * * *" } });
+  // Backups run as a child `ops backup create`, which names them by the wall clock.
+  t = await createTestApp({ clock: new FixedClock(Date.now()), env: { OPS_BACKUP_TO: place, OPS_BACKUP_KEEP: "2", OPS_BACKUP_SCHEDULE: "0 3 * * *" } });
   makeProject(t, "shop");
   owner = await makeOwner(t);
   dev = await makePerson(t, [{ role: "developer", project: "shop" }]);
