@@ -17,6 +17,7 @@ import path from "node:path";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
 import type { MemoryCgroup } from "../sandbox/cgroups";
 import type { PidsGroup } from "../sandbox/pids";
+import { seccompFile } from "../sandbox/seccomp";
 import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
 import { CACHE_MOUNTS, prepareCache, snapshotCache, cacheUse, type CacheSnapshot } from "./cache";
 import { defaultIdentity, findSandboxTools, handOver, sandboxDir, unreachable, writePasswd, SANDBOX_HOME } from "../sandbox/users";
@@ -148,6 +149,7 @@ async function prepare(run: Run): Promise<StepSetup | string> {
   const pids = pidsLimit(spec.pids ?? 0, `ops-build-${path.basename(spec.workDir)}-${process.pid}-${Date.now().toString(36)}`, limit.cgroup);
   run.pids = pids.group;
   emit(run, first, "ops", pids.line.level, pids.line.text);
+  if (!seccompFile()) emit(run, first, "ops", "warn", `the seccomp filter is NOT enforced: ops has none for ${process.arch} (no_new_privs still set)`);
   for (const v of spec.variables) if (!ENV_NAME.test(v.name)) emit(run, first, "ops", "warn", `build variable "${v.name}" is not a valid environment variable name; left out`);
   const env = buildEnvironment(spec);
   // /tmp is a sized tmpfs per step, not carried from one step to the next (decision 0227).
