@@ -116,7 +116,7 @@ describe("ops backup create of a live server", () => {
     await writer;
     expect(r.err).toBe("");
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^backup \d{8}T\d{6}Z-[0-9a-z]{6} at /);
+    expect(r.out).toMatch(/^backup \d{8}T\d{9}Z-[0-9a-z]{6} at /);
     expect(afterBackup).toBeGreaterThan(ackedBefore.length);
 
     const restored = path.join(scratch("ops-restore-"), "data");

@@ -29,9 +29,9 @@ export async function hashFile(file: string): Promise<string> {
   return h.digest("hex");
 }
 
-/** `20261127T133000Z-k3x9q1`: sorts by time, unique enough for one place. */
+/** `20261127T133000123Z-k3x9q1` (milliseconds): sorts by time, unique enough for one place. */
 export function backupId(now: Date): string {
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const stamp = now.toISOString().replace(/[-:.]/g, "");
   const rand = [...randomBytes(6)].map((b) => "0123456789abcdefghijklmnopqrstuvwxyz"[b % 36]).join("");
   return `${stamp}-${rand}`;
 }

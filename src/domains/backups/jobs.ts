@@ -97,10 +97,10 @@ export async function runScheduledBackup(core: Core): Promise<void> {
   if (failure) throw failure;
 }
 
-/** The time of a manifest id (`20261127T030000Z-…`). */
+/** The time of a manifest id (`20261127T030000000Z-…`). */
 function idTime(key: string): number | null {
-  const m = /(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z-[0-9a-z]{6}\.json$/.exec(key);
-  return m ? Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]) : null;
+  const m = /(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z-[0-9a-z]{6}\.json$/.exec(key);
+  return m ? Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6], +m[7]) : null;
 }
 
 /** How long one period of the schedule is, from now: the gap between its next two runs. */

@@ -26,7 +26,7 @@ export type ManifestRepo = typeof ManifestRepo.static;
 
 export const Manifest = t.Object({
   format: t.Literal(MANIFEST_FORMAT),
-  id: t.String({ pattern: "^[0-9]{8}T[0-9]{6}Z-[0-9a-z]{6}$" }),
+  id: t.String({ pattern: "^[0-9]{8}T[0-9]{9}Z-[0-9a-z]{6}$" }),
   created_at: t.String(),
   ops_version: t.String(),
   migrations: t.Object({ ops: t.Array(t.String()), telemetry: t.Array(t.String()) }),

@@ -29,7 +29,7 @@ export interface ManifestRef {
   key: string;
 }
 
-const MANIFEST_KEY = /^manifests\/[0-9]{8}T[0-9]{6}Z-[0-9a-z]{6}\.json$/;
+const MANIFEST_KEY = /^manifests\/[0-9]{8}T[0-9]{9}Z-[0-9a-z]{6}\.json$/;
 
 /** The manifests at a place, oldest first. */
 export async function listManifests(target: BackupTarget): Promise<string[]> {
