@@ -20,7 +20,7 @@ import type { PidsGroup } from "../sandbox/pids";
 import { seccompFile } from "../sandbox/seccomp";
 import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
 import { CACHE_MOUNTS, prepareCache, snapshotCache, cacheUse, type CacheSnapshot } from "./cache";
-import { defaultIdentity, findSandboxTools, handOver, sandboxDir, unreachable, writePasswd, SANDBOX_HOME } from "../sandbox/users";
+import { defaultIdentity, findSandboxTools, handOver, sandboxDir, writePasswd, SANDBOX_HOME } from "../sandbox/users";
 import type { Netns } from "../sandbox";
 import { hostTrustVariables, sandboxArgv, type Mount } from "../sandbox/bwrap";
 import { newStepTag, stepScriptArgv, StepOutput } from "./step-script";
@@ -125,10 +125,8 @@ async function prepare(run: Run): Promise<StepSetup | string> {
     handOver(spec.cacheDir, ids);
     for (const m of CACHE_MOUNTS) handOver(path.join(spec.cacheDir, m.name), ids);
   }
-  for (const dir of [spec.contextDir, path.join(spec.workDir, "home"), ...(spec.cacheDir ? [path.join(spec.cacheDir, CACHE_MOUNTS[0].name, "x")] : [])]) {
-    const blocked = unreachable(dir, ids);
-    if (blocked) return `the sandbox user (uid ${ids.uid}) cannot reach ${dir}: ${blocked} is not searchable by it (chmod o+x ${blocked})`;
-  }
+  // No reachability check: a root ops binds every folder through its wrapper (sandbox/bwrap.ts,
+  // decision 0204), so the sandbox user never walks through the data dir.
   const home = sandboxDir(path.join(spec.workDir, "home"), ids);
   const tmp = sandboxDir(path.join(spec.workDir, "tmp"), ids);
   const passwd = writePasswd(path.join(spec.workDir, "etc"));

@@ -13,11 +13,12 @@
  *   image's `app/` is `/app`, its WorkingDir), gets a tmpfs `/tmp`, and runs as the sandbox's host
  *   user itself (`user: "host"`).
  *
- * When ops is root the sandbox is entered as `nobody` (see users.ts). Such a user may not be able
- * to walk into a data dir kept at 0700 to reach an image, so for an image a small root wrapper
- * first bind-mounts the image root onto a fixed empty directory in a private mount namespace of
- * its own (`unshare --mount`, invisible to the host), joins the memory cgroup, drops privileges
- * and execs bwrap, which binds from there. Each step `exec`s the next, so the process ops started
+ * When ops is root the sandbox is entered as its project's user (see users.ts, identity.ts). Such a
+ * user may not be able to walk into a data dir kept at 0700, so a small root wrapper first
+ * bind-mounts every host path the sandbox binds (image root, context, home, cache, passwd) under a
+ * fixed empty directory in a private mount namespace of its own (`unshare --mount`, invisible to
+ * the host), joins the memory cgroup, drops privileges and execs bwrap, which binds from there
+ * (decision 0204). Each step `exec`s the next, so the process ops started
  * is bwrap itself (`--die-with-parent` then refers to ops).
  */
 import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, type Stats } from "node:fs";
@@ -97,9 +98,27 @@ const ETC_FROM_HOST = new Set(HOST_ETC.map((p) => p.slice("/etc/".length)));
 /** The fixed mount point of the root wrapper's private namespace. */
 export const PRIVATE_MOUNT = "/tmp/ops-sandbox-image";
 
+/**
+ * The root wrapper (decision 0204): in a private mount namespace, a small tmpfs over
+ * PRIVATE_MOUNT, then each host path the sandbox binds (the image root, the build's context, home
+ * and cache, a job's home, the generated passwd) bind-mounted at `PRIVATE_MOUNT/<n>`, read-only
+ * where it is; bwrap, already the project's user, binds from there. So a data dir kept 0700 (as
+ * `ops install` makes /var/lib/ops) works: the sandbox user never walks through it. A path that is
+ * not its own real path (a link anywhere in it) is refused: root never binds what a link names.
+ * Arguments: the cgroup join file (or ""), then `host ro` pairs, then `--`, then the command.
+ */
 const WRAPPER = [
-  'root="$1"; mnt="$2"; procs="$3"; shift 3',
-  'mount --bind "$root" "$mnt" && mount -o remount,bind,ro "$mnt" || { echo "ops: could not mount the image for the sandbox" >&2; exit 125; }',
+  'stage="$1"; procs="$2"; shift 2',
+  'mount -t tmpfs -o mode=0755,size=64k ops-sandbox "$stage" || { echo "ops: could not stage the sandbox\'s folders" >&2; exit 125; }',
+  "i=0",
+  'while [ "$1" != "--" ]; do',
+  '  src="$1"; ro="$2"; shift 2; dst="$stage/$i"; i=$((i + 1))',
+  '  [ "$(realpath -e -- "$src")" = "$src" ] || { echo "ops: $src is not a plain path: not bound into the sandbox" >&2; exit 125; }',
+  '  if [ -d "$src" ]; then mkdir "$dst"; else : > "$dst"; fi',
+  '  mount --bind "$src" "$dst" || { echo "ops: could not bind $src for the sandbox" >&2; exit 125; }',
+  '  [ "$ro" = 0 ] || mount -o remount,bind,ro "$dst" || { echo "ops: could not make $src read-only for the sandbox" >&2; exit 125; }',
+  "done",
+  "shift",
   `J="$procs"; [ -z "$J" ] || { ${JOIN_SHELL}; } || { echo "ops: could not join the memory cgroup" >&2; exit 125; }`,
   'exec "$@"',
 ].join("\n");
@@ -178,18 +197,24 @@ function ensureMountPoint(): void {
  */
 export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: readonly string[]): string[] {
   const asRoot = runsAsRoot() && tools.setpriv !== null;
-  const privateImage = asRoot && opts.imageRoot !== undefined;
+  // A root ops stages every host path through the wrapper; otherwise bwrap binds them itself.
+  const staged: Array<[string, boolean]> = [];
+  const from = (host: string, readOnly: boolean): string => {
+    if (!asRoot) return host;
+    staged.push([path.resolve(host), readOnly]);
+    return `${PRIVATE_MOUNT}/${staged.length - 1}`;
+  };
   const bwrap: string[] = [tools.bwrap];
   if ((opts.user ?? "namespaced") === "namespaced") bwrap.push("--unshare-user", "--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_GID));
   bwrap.push("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", opts.hostname ?? "ops-build", "--die-with-parent");
   bwrap.push(...hostBinds());
   if (opts.network) bwrap.push("--ro-bind", opts.network.resolv, "/etc/resolv.conf", "--ro-bind", opts.network.hosts, "/etc/hosts");
-  if (opts.passwd) bwrap.push("--ro-bind", opts.passwd.passwd, "/etc/passwd", "--ro-bind", opts.passwd.group, "/etc/group");
+  if (opts.passwd) bwrap.push("--ro-bind", from(opts.passwd.passwd, true), "/etc/passwd", "--ro-bind", from(opts.passwd.group, true), "/etc/group");
   bwrap.push("--proc", "/proc", "--dev", "/dev");
   const size = opts.tmpSizeMb ? ["--size", String(opts.tmpSizeMb * 1024 * 1024)] : [];
   for (const t of opts.tmpfs ?? []) bwrap.push(...size, "--tmpfs", t);
-  if (opts.imageRoot !== undefined) bwrap.push(...imageBinds(opts.imageRoot, privateImage ? PRIVATE_MOUNT : opts.imageRoot));
-  for (const m of opts.mounts) bwrap.push(m.readOnly ? "--ro-bind" : "--bind", m.host, m.inside);
+  if (opts.imageRoot !== undefined) bwrap.push(...imageBinds(opts.imageRoot, from(opts.imageRoot, true)));
+  for (const m of opts.mounts) bwrap.push(m.readOnly ? "--ro-bind" : "--bind", from(m.host, m.readOnly === true), m.inside);
   // A hidden path under a bound host tree is covered by an empty, read-only tmpfs.
   for (const h of opts.hide ?? []) {
     if (existsSync(h) && (HOST_TREES.some((t) => isInside(h, t)) || HOST_ETC.some((t) => isInside(h, t)))) bwrap.push("--perms", "0000", "--tmpfs", h, "--remount-ro", h);
@@ -202,9 +227,10 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   const joins = (opts.joinFirst ?? []).map((f) => joinFile(f));
   const first = filter || joins.length > 0 ? seccompOpenArgv(filter, joins) : [];
   const drop = asRoot ? dropPrivilegesArgv(tools.setpriv as string, opts.hostUser ?? { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID }) : [];
-  if (privateImage) {
+  if (staged.length > 0) {
     ensureMountPoint();
-    return [...enter, ...first, "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", opts.imageRoot as string, PRIVATE_MOUNT, opts.cgroupProcs ? joinFile(opts.cgroupProcs) : "", ...drop, ...bwrap];
+    const pairs = staged.flatMap(([host, ro]) => [host, ro ? "1" : "0"]);
+    return [...enter, ...first, "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", PRIVATE_MOUNT, opts.cgroupProcs ? joinFile(opts.cgroupProcs) : "", ...pairs, "--", ...drop, ...bwrap];
   }
   const join = opts.cgroupProcs ? joinArgv(opts.cgroupProcs) : [];
   return [...enter, ...first, ...join, ...drop, ...bwrap];

@@ -15,8 +15,8 @@ const TOKEN_VALUE = "tok-9f2c71b4e0d8";
 
 beforeAll(async () => {
   t = await createTestApp();
-  // As `ops serve` makes it: the project's sandbox user walks through the data dir to its run's home.
-  chmodSync(t.dataDir, 0o755);
+  // A data dir only root may enter (as `ops install` makes /var/lib/ops): runs still start.
+  chmodSync(t.dataDir, 0o700);
   p = await projectWithOwner(t);
   await expectStatus(await p.req("POST", "/resources/secret-group", { name: "jobs-env", spec: { variables: [] } }), 201);
   await expectStatus(await p.req("PUT", "/resources/secret-group/jobs-env/variables/API_TOKEN", { value: TOKEN_VALUE }), 200);
