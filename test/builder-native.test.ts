@@ -17,6 +17,7 @@ import { secretMasker } from "../src/adapters/runtime/process";
 import { HOST_UNPRIVILEGED_ID, runsAsRoot, sandboxArgv } from "../src/adapters/builder/sandbox";
 import { findSandboxTools } from "../src/adapters/sandbox/users";
 import { hostTrustVariables } from "../src/adapters/sandbox/bwrap";
+import { HOST_NETWORK_NOTE, networkTools, type SandboxNetwork } from "../src/adapters/sandbox";
 import type { BuildLine, NativeBuildSpec } from "../src/adapters/builder/types";
 
 let root: string;
@@ -167,6 +168,28 @@ describe("sandbox", () => {
     expect(res).toMatchObject({ status: "failed", failureKind: "internal" });
     expect(res.error).toContain("bubblewrap");
     expect(log.text()).toContain("apt-get install bubblewrap");
+  });
+
+  test("without pasta the build is refused naming the package; with OPS_SANDBOX_NETWORK=host it runs and its log says so", async () => {
+    const network = (over: Partial<SandboxNetwork>): SandboxNetwork => ({
+      mode: "isolated",
+      refusal: null,
+      note: null,
+      policy: { hostPorts: [], publicHost: null, allowCidrs: [], hostAddresses: [] },
+      open: async () => null,
+      etc: () => ({ resolv: "/etc/resolv.conf", hosts: "/etc/hosts" }),
+      ...over,
+    });
+    const refusal = networkTools("/nonexistent") as string;
+    const refused = collect();
+    const res = await runNativeBuild(spec({ ...context({}), build: ["echo ran"], network: network({ refusal }) }), { onLine: refused.onLine });
+    expect(res).toMatchObject({ status: "failed", failureKind: "internal", error: refusal });
+    expect(refused.text()).toContain("pasta (Debian package passt) is not installed");
+    expect(refused.text()).not.toContain("ran");
+    const host = collect();
+    const ok = await runNativeBuild(spec({ ...context({}), build: ["echo ran"], network: network({ mode: "host", note: HOST_NETWORK_NOTE }) }), { onLine: host.onLine });
+    expect(ok.status).toBe("succeeded");
+    expect(host.text()).toContain("network isolation is off (OPS_SANDBOX_NETWORK=host)");
   });
 
   test("secret values are masked whole, longest first, multi-line ones line by line", () => {
