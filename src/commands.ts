@@ -1,6 +1,8 @@
 /**
- * The command table: every `ops` command, in the order `ops --help` lists them. Server-side
- * commands live with the kernel and the domains; client commands in src/cli/.
+ * The command table: every `ops` command. Each definition names its side (server, client or
+ * local; docs/decisions/0418-command-sides.md) and `ops --help` groups by it, in this order within
+ * a side; the README's command table follows (scripts/readme-commands.ts). Server-side commands
+ * live with the kernel and the domains; client commands in src/cli/.
  */
 import type { Command } from "./commands/types";
 import { serveCommand, migrateCommand, versionCommand } from "./commands/server";

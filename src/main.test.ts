@@ -4,6 +4,7 @@ import path from "node:path";
 import { Database } from "bun:sqlite";
 import { runCli } from "./main";
 import { COMMANDS } from "./commands";
+import { SIDES } from "./commands/types";
 import { VERSION } from "./version";
 import { MIGRATIONS } from "./core/db/migrations.generated";
 import { tempDir } from "../test/harness";
@@ -31,6 +32,20 @@ describe("help", () => {
     expect(r.stdout).toContain("Exit codes: 0 ok, 1 failed, 2 bad usage");
     expect(r.stderr).toBe("");
     expect((await cli(["help"])).code).toBe(0);
+  });
+
+  test("every command has a side and ops --help lists it under that side's heading", async () => {
+    const r = await cli(["--help"]);
+    const sections = r.stdout.split("\n\n");
+    for (const c of COMMANDS) {
+      const entry = SIDES.find((s) => s.side === c.side);
+      expect(entry).toBeDefined();
+      const section = sections.find((s) => s.startsWith(`${entry!.heading}:\n`));
+      expect(section).toBeDefined();
+      expect(section!.split("\n").filter((l) => l.trim().startsWith(`${c.name}  `))).toHaveLength(1);
+    }
+    const listed = sections.filter((s) => SIDES.some((e) => s.startsWith(`${e.heading}:\n`))).flatMap((s) => s.split("\n").slice(1));
+    expect(listed).toHaveLength(COMMANDS.length);
   });
 
   test("no arguments prints the help and exits 2", async () => {

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { COMMANDS } from "./commands";
-import { EXIT, type Command, type CommandIO, type FlagSpec } from "./commands/types";
+import { EXIT, SIDES, type Command, type CommandIO, type FlagSpec } from "./commands/types";
 import { ConfigError } from "./core/config";
 import { OpsError } from "./core/errors";
 import { VERSION } from "./version";
@@ -44,13 +44,17 @@ export function closest(typed: string, names: readonly string[]): string | null 
 
 export function topHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
-  const lines = COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+  const groups = SIDES.map(({ side, heading }) => {
+    const lines = COMMANDS.filter((c) => c.side === side).map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+    return `${heading}:\n${lines.join("\n")}`;
+  });
   return `ops ${VERSION}: a self-hosted operations platform in one binary.
 
 Usage: ops <command> [flags]
 
 Commands:
-${lines.join("\n")}
+
+${groups.join("\n\n")}
 
 Run 'ops <command> --help' for a command's flags.
 

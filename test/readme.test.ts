@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { CONFIG_VARIABLES } from "../src/core/config";
 import { COMMANDS } from "../src/commands";
 import { README, renderConfigTable, withCurrentTable } from "../scripts/readme-config";
+import { commandsInOrder, readmeRows, withCurrentCommands } from "../scripts/readme-commands";
 
 const readme = readFileSync(README, "utf8");
 
@@ -18,8 +19,25 @@ test("the set-up and test commands are there", () => {
   expect(readme).toContain("npm install && npm test");
 });
 
-test("every command is in the commands table", () => {
-  for (const c of COMMANDS) expect(readme).toContain(`| \`ops ${c.name}\` |`);
+test("the commands table has every command once, with its side, in the order ops --help groups them", () => {
+  const rows = readmeRows(readme).map((r) => `${r.name} ${r.side}`);
+  expect(rows).toEqual(commandsInOrder().map((c) => `${c.name} ${c.side}`));
+  expect(withCurrentCommands(readme)).toBe(readme);
+});
+
+test("the CLI guide's command table lists every client command and only those", () => {
+  const guide = readFileSync(require("node:path").resolve(import.meta.dir, "../docs/guide/cli.md"), "utf8");
+  const rows = guide.split("\n").filter((l) => l.startsWith("| `ops "));
+  const listed = new Set<string>();
+  for (const row of rows) {
+    const cell = row.split(" | ")[0];
+    const [first, ...alternatives] = [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+    const words = first.replace(/^ops /, "").split(" ").filter((w) => /^[a-z][a-z-]*$/.test(w));
+    listed.add(words.join(" "));
+    for (const alt of alternatives) listed.add(`${words[0]} ${alt}`);
+  }
+  const client = COMMANDS.filter((c) => c.side === "client").map((c) => c.name);
+  expect([...listed].sort()).toEqual([...client].sort());
 });
 
 test("the user guide and CONTRIBUTING.md name only commands ops has, and link only files that exist", () => {

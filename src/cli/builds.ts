@@ -31,6 +31,7 @@ export function buildsTable(builds: Build[]): string {
 
 export const buildsCommand: Command = {
   name: "builds",
+  side: "client",
   summary: "List a project's builds, newest first",
   usage: "[--service S] [--project P] [--environment E] [--limit N] [--json]",
   description: "A line per build: its number (for 'ops deploy --build N'), status, service, environment, commit, branch, what started it, when, and the commit message (with the error when it failed).",

@@ -123,6 +123,7 @@ export async function assertExists(server: string, token: string, project: strin
 
 export const logsCommand: Command = {
   name: "logs",
+  side: "client",
   summary: "Show a service's log lines; --follow keeps printing new ones",
   usage: "[SERVICE] [--project P] [--environment E] [--level L] [--grep TEXT] [--since 15m] [--limit N] [--follow]",
   description:
@@ -217,6 +218,7 @@ const rolloutFlags = {
 
 export const deployCommand: Command = {
   name: "deploy",
+  side: "client",
   summary: "Roll a service out to a build's image or a signed digest, and follow it",
   usage: "SERVICE (--build ID | --digest sha256:…) [--project P] [--environment E] [--no-wait]",
   description:
@@ -238,6 +240,7 @@ export const deployCommand: Command = {
 
 export const rollbackCommand: Command = {
   name: "rollback",
+  side: "client",
   summary: "Roll a service back (default: to the newest healthy image that is not current), and follow it",
   usage: "SERVICE [--digest sha256:…] [--project P] [--environment E] [--no-wait]",
   maxArgs: 1,

@@ -89,6 +89,7 @@ function defaultClientName(): string {
 
 export const loginCommand: Command = {
   name: "login",
+  side: "client",
   summary: "Sign this machine in to an ops server (device code, approved in the console)",
   usage: "[--server URL] [--project P] [--client cli|mcp]",
   description:

@@ -67,6 +67,7 @@ export async function bridge(server: string, token: string, warn: (line: string)
 
 export const mcpCommand: Command = {
   name: "mcp",
+  side: "client",
   summary: "Serve ops's tools to an MCP client over stdio (an assistant in an editor or a chat app)",
   usage: "[--server URL]",
   description:

@@ -30,6 +30,7 @@ interface TokenInfo {
 
 export const whoamiCommand: Command = {
   name: "whoami",
+  side: "client",
   summary: "Show who the saved token acts as, with its role and project",
   description: "Reads the server and token from ~/.config/ops/config.json, or OPS_SERVER and OPS_TOKEN.",
   async run(ctx) {
@@ -77,6 +78,7 @@ async function revokeMcpToken(ctx: { stderr: (s: string) => void }, server: stri
 
 export const logoutCommand: Command = {
   name: "logout",
+  side: "client",
   summary: "Revoke the saved token (and the MCP client's, if saved) on the server and forget them",
   async run(ctx) {
     const r = resolveClient(ctx.env);

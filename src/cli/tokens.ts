@@ -27,6 +27,7 @@ function table(rows: string[][]): string {
 
 export const tokensListCommand: Command = {
   name: "tokens list",
+  side: "client",
   summary: "List your tokens (all tokens when you manage operators)",
   flags: { json: { type: "boolean", description: "Print JSON" } },
   async run(ctx) {
@@ -66,6 +67,7 @@ async function resolveRoleId(server: string, token: string, role: string, projec
 
 export const tokensMintCommand: Command = {
   name: "tokens mint",
+  side: "client",
   summary: "Mint a token (the secret is printed once)",
   usage: "--name NAME --role ROLE [--project P] [--kind api|cli|mcp] [--expires-in-days N]",
   description: "ROLE is a role's slug (owner, maintainer, developer, viewer, or a project role with --project) or its id. A token never carries more than you do.",
@@ -98,6 +100,7 @@ export const tokensMintCommand: Command = {
 
 export const tokensRevokeCommand: Command = {
   name: "tokens revoke",
+  side: "client",
   summary: "Revoke a token by id (takes effect at once)",
   usage: "ID",
   maxArgs: 1,

@@ -35,6 +35,7 @@ function mb(n: number): string {
 
 export const updateCommand: Command = {
   name: "update",
+  side: "client",
   summary: "Replace this ops binary with the server's current release",
   usage: "[--check]",
   description:

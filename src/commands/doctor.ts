@@ -9,6 +9,7 @@ import { EXIT, SERVER_FLAGS, envOverrides, type Command } from "./types";
 
 export const doctorCommand: Command = {
   name: "doctor",
+  side: "server",
   summary: "Check what this host gives builds and replicas (sandbox, limits)",
   usage: "[--data-dir DIR] [--json]",
   description:

@@ -95,6 +95,7 @@ function write(file: string, text: string, mode: number): void {
 
 export const installCommand: Command = {
   name: "install",
+  side: "server",
   summary: "Install ops as a systemd service (as root)",
   usage: "[--dry-run --root DIR] [--binary PATH]",
   description: `Creates the system user ops, ${DATA} (0700), ${ENV_FILE} (kept when it exists), the binary at ${BIN} and ${UNIT}, then enables the unit; start it with 'systemctl start ops'. --dry-run --root DIR writes the same files under DIR and nothing else (no user, no systemctl), e.g. for 'systemd-analyze verify --root=DIR ${UNIT_NAME}'.`,
@@ -163,6 +164,7 @@ export const installCommand: Command = {
 
 export const uninstallCommand: Command = {
   name: "uninstall",
+  side: "server",
   summary: "Remove the ops systemd unit; keep the data, configuration and binary",
   usage: "[--dry-run --root DIR]",
   description: `Stops and disables ${UNIT_NAME} and removes ${UNIT}. ${DATA}, ${ENV_FILE}, ${BIN} and the user ops stay.`,

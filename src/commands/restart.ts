@@ -59,6 +59,7 @@ export async function restartServer(dataDir: string, readyUrl: string, timeoutMs
 
 export const restartCommand: Command = {
   name: "restart",
+  side: "server",
   summary: "Restart the running ops serve in place (SIGHUP: drain, re-exec the binary, same ports)",
   usage: "[--data-dir DIR] [--listen HOST:PORT]",
   description:

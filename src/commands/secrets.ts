@@ -34,6 +34,7 @@ async function serverAnswers(url: string): Promise<boolean> {
 
 export const rotateSecretsKeyCommand: Command = {
   name: "admin rotate-secrets-key",
+  side: "server",
   summary: "Rotate the secrets store's master key (offline)",
   usage: "[--data-dir DIR] [--force]",
   description:
@@ -109,6 +110,7 @@ async function callAdmin(ctx: CommandContext, name: string, pathName: string, bo
 
 export const sealCommand: Command = {
   name: "admin seal",
+  side: "client",
   summary: "Seal a running server's secrets store",
   usage: "[--server URL] [--token TOKEN]",
   description: "Secret routes answer 503 sealed until 'ops admin unseal' or a restart; everything else keeps working.",
@@ -118,6 +120,7 @@ export const sealCommand: Command = {
 
 export const unsealCommand: Command = {
   name: "admin unseal",
+  side: "client",
   summary: "Unseal a running server's secrets store with its master key",
   usage: "[--server URL] [--token TOKEN] [--key-file FILE]",
   description: "Reads the master key from --key-file, else from standard input.",

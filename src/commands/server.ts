@@ -10,6 +10,7 @@ import { EXIT, SERVER_FLAGS, envOverrides, type Command } from "./types";
 
 export const serveCommand: Command = {
   name: "serve",
+  side: "server",
   summary: "Run the ops server (API, registries, console, scheduler)",
   usage: "[--data-dir DIR] [--listen HOST:PORT] [--public-url URL]",
   description:
@@ -27,6 +28,7 @@ export const serveCommand: Command = {
 
 export const migrateCommand: Command = {
   name: "migrate",
+  side: "server",
   summary: "Apply pending database migrations and exit",
   usage: "[--data-dir DIR]",
   flags: { "data-dir": SERVER_FLAGS["data-dir"] },
@@ -50,6 +52,7 @@ export const migrateCommand: Command = {
 
 export const versionCommand: Command = {
   name: "version",
+  side: "local",
   summary: "Print the version of this ops binary",
   async run(ctx) {
     ctx.stdout(`ops ${VERSION}\n`);

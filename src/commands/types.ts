@@ -27,8 +27,22 @@ export interface CommandContext extends CommandIO {
   args: string[];
 }
 
+/**
+ * Which side runs a command: `server` needs the server's host and data dir, `client` talks to a
+ * server over HTTP, `local` needs neither (docs/decisions/0418-command-sides.md).
+ */
+export type Side = "server" | "client" | "local";
+
+/** The headings `ops --help` and the README's command table group commands under, in order. */
+export const SIDES: readonly { side: Side; heading: string }[] = [
+  { side: "server", heading: "Server commands (on the server's host; they use its data dir)" },
+  { side: "client", heading: "Client commands (they talk to a server over HTTP)" },
+  { side: "local", heading: "Either side (no server, no data dir)" },
+];
+
 export interface Command {
   name: string;
+  side: Side;
   summary: string;
   /** Usage line after `ops <name>`, e.g. `[--server URL] [--project P]`. */
   usage?: string;

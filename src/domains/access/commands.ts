@@ -35,6 +35,7 @@ const str = (v: unknown): string | undefined => (typeof v === "string" && v !== 
 
 export const adminCreateOperatorCommand: Command = {
   name: "admin create-operator",
+  side: "server",
   summary: "Create a person or machine operator offline",
   usage: "(--email EMAIL | --handle HANDLE) [--display-name NAME] [--role ROLE] [--project SLUG] [--password-stdin]",
   description:
@@ -105,6 +106,7 @@ export const adminCreateOperatorCommand: Command = {
 
 export const adminCreateProjectCommand: Command = {
   name: "admin create-project",
+  side: "server",
   summary: "Create a project offline",
   usage: "--slug SLUG [--name NAME] [--environment ENV]...",
   flags: {

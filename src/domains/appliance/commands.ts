@@ -10,6 +10,7 @@ import { pinnedReleaseKeys, selfUpdate } from "./self-update";
 
 export const selfUpdateCommand: Command = {
   name: "self-update",
+  side: "server",
   summary: "Update this ops binary from OPS_UPDATE_URL (signature and SHA-256 checked), then restart the server",
   usage: "[--allow-downgrade] [--no-restart] [--data-dir DIR]",
   description:

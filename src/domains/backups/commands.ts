@@ -27,6 +27,7 @@ function mib(bytes: number): string {
 
 export const backupCreateCommand: Command = {
   name: "backup create",
+  side: "server",
   summary: "Back up the data dir to a directory or s3://bucket/prefix",
   usage: "--to DIR|s3://BUCKET/PREFIX [--passphrase-file FILE] [--data-dir DIR]",
   description:
@@ -51,6 +52,7 @@ export const backupCreateCommand: Command = {
 
 export const backupVerifyCommand: Command = {
   name: "backup verify",
+  side: "server",
   summary: "Restore a backup into a temporary dir and check it whole",
   usage: "FILE [--passphrase-file FILE]",
   description:
@@ -73,6 +75,7 @@ export const backupVerifyCommand: Command = {
 
 export const restoreCommand: Command = {
   name: "restore",
+  side: "server",
   summary: "Restore a backup into a new, empty data dir",
   usage: "FILE --data-dir DIR [--passphrase-file FILE]",
   description: "FILE is a manifest or a backup place (its newest backup), as for 'ops backup verify'. DIR must be missing or empty: a restore never writes over a data dir. Start ops on DIR afterwards.",

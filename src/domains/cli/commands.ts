@@ -10,6 +10,7 @@ import { hostTarget, publishRelease, KNOWN_TARGETS } from "./service";
 
 export const publishCliCommand: Command = {
   name: "admin publish-cli",
+  side: "server",
   summary: "Publish an ops binary as the current CLI release for a target",
   usage: "--file PATH --version V [--target PLATFORM-ARCH] [--data-dir DIR]",
   description: `Stores the binary in the blob store and makes it the current release for its target (the release published last is current, whatever its version). Targets: ${KNOWN_TARGETS.join(", ")}; default: this host's. Works while the server runs. The server publishes its own binary for its own target at start-up when that target has none.`,
