@@ -20,8 +20,9 @@ import { compileTable, serviceKey, type RouteConflict, type ServiceEntry, type S
 import { GOING_AWAY } from "./ws-frames";
 import { trustedProxies } from "./forwarded";
 import { endClient, listen, writeClient } from "./listener";
+import { upstreamBytes, upstreamClosed, upstreamDrained, upstreamFault } from "./relay";
 import { closeIdle } from "./pool";
-import { fail } from "./exchange";
+import { clientBytes, clientClosed, fail, startExchange } from "./exchange";
 import { badRequestPage } from "./pages";
 import { CertStore, HostSet, listenTls, plainAnswers, type PlainAnswerState, type TlsListener } from "./tls";
 import type { Client, Ctx, IngressMetrics } from "./types";
@@ -95,6 +96,8 @@ const key = (u: { host: string; port: number }) => `${u.host}:${u.port}`;
 export function createIngress(opts: IngressOptions = {}): Ingress {
   const ctx: Ctx = {
     log: opts.log,
+    // Injected, not imported by the listener and the pool: docs/decisions/0419-ingress-entry-points-injected.md.
+    on: { startExchange, clientBytes, clientClosed, fail, upstreamBytes, upstreamFault, upstreamClosed, upstreamDrained, writeClient },
     settings: {
       downMs: opts.downMs ?? 2000,
       headerTimeoutMs: opts.headerTimeoutMs ?? 10_000,

@@ -24,7 +24,6 @@ import { normaliseHost } from "./table";
 import { forwardedFields, peerAddress } from "./forwarded";
 import { requestHeadOut } from "./serializer";
 import { badRequestPage, pageBytes, type Page } from "./pages";
-import { clientBytes, clientClosed, fail, startExchange } from "./exchange";
 import { connFlow, writeConn } from "./pool";
 
 const CRLF2 = Buffer.from("\r\n\r\n");
@@ -133,7 +132,7 @@ export function nextRequest(ctx: Ctx, c: Client): void {
       c.wait = Wait.Body;
       c.deadline = Date.now() + ctx.settings.bodyTimeoutMs;
     } else c.wait = Wait.None;
-    startExchange(ctx, c, req, req.ascii ? forward : Buffer.from(forward, "latin1"));
+    ctx.on.startExchange(ctx, c, req, req.ascii ? forward : Buffer.from(forward, "latin1"));
   }
 }
 
@@ -177,7 +176,7 @@ function sweep(ctx: Ctx): void {
         }
         ctx.metrics.bodyTimeouts++;
         c.closeAfter = true;
-        fail(ctx, ex, badRequestPage(408, "its body stopped arriving"));
+        ctx.on.fail(ctx, ex, badRequestPage(408, "its body stopped arriving"));
         break;
       }
     }
@@ -247,7 +246,7 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
       }
       if (c.ended) return;
       try {
-        if (c.ex) return clientBytes(ctx, c, bytes);
+        if (c.ex) return ctx.on.clientBytes(ctx, c, bytes);
         if (c.buf) c.buf = Buffer.concat([c.buf, bytes]);
         else {
           c.buf = bytes;
@@ -258,7 +257,7 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
         // A body ops cannot frame (a malformed chunk) is a bad request like a malformed head.
         if (c.ex) {
           ctx.metrics.badRequests++;
-          fail(ctx, c.ex, badRequestPage(e instanceof HttpError ? e.status : 400, (e as Error).message));
+          ctx.on.fail(ctx, c.ex, badRequestPage(e instanceof HttpError ? e.status : 400, (e as Error).message));
         } else refuse(ctx, c, e);
       } finally {
         if (c.borrowed) {
@@ -288,7 +287,7 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
       // A body cut short can never be completed: the exchange ends now, not at its deadline.
       if (c.ex !== null && !c.ex.reqDone) {
         ctx.metrics.badRequests++;
-        return fail(ctx, c.ex, badRequestPage(400, "the connection closed before its body was complete"));
+        return ctx.on.fail(ctx, c.ex, badRequestPage(400, "the connection closed before its body was complete"));
       }
       if (c.ex === null) afterRequests(ctx, c);
     },
@@ -303,7 +302,7 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
       const n = (ctx.perAddress.get(c.ip) ?? 1) - 1;
       if (n <= 0) ctx.perAddress.delete(c.ip);
       else ctx.perAddress.set(c.ip, n);
-      clientClosed(ctx, c);
+      ctx.on.clientClosed(ctx, c);
     },
   };
 }

@@ -3,12 +3,11 @@
  * last-in first-out. A connection goes back to the pool only after a complete exchange (the whole
  * request written, the whole response read, nothing more received, nothing left to write, the
  * replica not asking to close); an early answer, an error or any doubt closes it
- * (exchange.ts decides `reusable`). The socket callbacks hand bytes to exchange.ts.
+ * (exchange.ts decides `reusable`). The socket callbacks hand bytes to relay.ts through `ctx.on`
+ * (given at construction, docs/decisions/0419-ingress-entry-points-injected.md).
  */
 import type { Ctx, Conn, Replica } from "./types";
 import type { Target, TargetUpstream } from "./table";
-import { upstreamBytes, upstreamClosed, upstreamDrained, upstreamFault } from "./relay";
-import { writeClient } from "./listener";
 
 /** A replica that does not accept a connection within this is treated as refusing it. */
 const CONNECT_TIMEOUT_MS = 5000;
@@ -94,22 +93,22 @@ export function connect(ctx: Ctx, replica: Replica, host: string, port: number):
         const u = s.data;
         if (u.tunnel) {
           u.frames!.feed(bytes);
-          return writeClient(u.tunnel, bytes);
+          return ctx.on.writeClient(u.tunnel, bytes);
         }
         try {
-          upstreamBytes(ctx, u, bytes);
+          ctx.on.upstreamBytes(ctx, u, bytes);
         } catch (e) {
-          upstreamFault(ctx, u, e as Error);
+          ctx.on.upstreamFault(ctx, u, e as Error);
         }
       },
       drain(s) {
-        upstreamDrained(s.data);
+        ctx.on.upstreamDrained(s.data);
       },
       error(s, err) {
         s.data.err = err.message;
       },
       close(s) {
-        upstreamClosed(ctx, s.data);
+        ctx.on.upstreamClosed(ctx, s.data);
       },
       connectError() {
         // The promise rejects; the exchange tries the next replica.

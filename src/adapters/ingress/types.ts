@@ -171,8 +171,27 @@ export interface Settings {
   proto: string;
 }
 
+/**
+ * The exchange's and the relay's entry points (and the client write the pool needs), given at
+ * construction (ingress.ts) so the listener and the pool call them without importing them: the
+ * four files form no import circle (docs/decisions/0419-ingress-entry-points-injected.md).
+ */
+export interface Handlers {
+  startExchange(ctx: Ctx, c: Client, req: RequestHead, forward: string | Buffer): void;
+  clientBytes(ctx: Ctx, c: Client, bytes: Buffer): void;
+  clientClosed(ctx: Ctx, c: Client): void;
+  fail(ctx: Ctx, ex: Exchange, page: Page): void;
+  upstreamBytes(ctx: Ctx, u: Conn, bytes: Buffer): void;
+  upstreamFault(ctx: Ctx, u: Conn, e: Error): void;
+  upstreamClosed(ctx: Ctx, u: Conn): void;
+  upstreamDrained(u: Conn): void;
+  writeClient(c: Client, bytes: Uint8Array | string): void;
+}
+
 export interface Ctx {
   log: Logger | undefined;
+  /** Entry points of exchange.ts, relay.ts and listener.ts (see Handlers). */
+  on: Handlers;
   settings: Settings;
   table: CompiledTable;
   replicas: Map<string, Replica>;
