@@ -43,9 +43,9 @@ describe("ops install --dry-run --root", () => {
     expect(statSync(path.join(root, "etc/ops/ops.env")).mode & 0o777).toBe(0o640);
     expect(readFileSync(path.join(root, "etc/ops/ops.env"), "utf8")).toContain("OPS_DATA_DIR=/var/lib/ops");
     const unit = readFileSync(path.join(root, "etc/systemd/system/ops.service"), "utf8");
-    for (const line of ["User=ops", "ExecStart=/usr/local/bin/ops serve", "Restart=on-failure", "EnvironmentFile=/etc/ops/ops.env", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/ops", "Delegate=yes"]) expect(unit).toContain(`${line}\n`);
+    for (const line of ["User=root", "RuntimeDirectory=ops-sandbox", "ExecStart=/usr/local/bin/ops serve", "Restart=on-failure", "EnvironmentFile=/etc/ops/ops.env", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/ops", "Delegate=yes"]) expect(unit).toContain(`${line}\n`);
     // Left out on purpose: they break bubblewrap's namespaces and /proc (docs/decisions/0386).
-    for (const bad of ["RestrictNamespaces", "PrivateUsers", "ProtectKernelTunables", "SystemCallFilter", "MemoryDenyWriteExecute"]) expect(unit).not.toContain(bad);
+    for (const bad of ["User=ops", "CapabilityBoundingSet", "RestrictNamespaces", "PrivateUsers", "ProtectKernelTunables", "SystemCallFilter", "MemoryDenyWriteExecute"]) expect(unit).not.toContain(bad);
 
     const verify = Bun.spawnSync(["systemd-analyze", "verify", `--root=${root}`, "ops.service"], { stdout: "pipe", stderr: "pipe" });
     expect(`${verify.stdout}${verify.stderr}`).toBe("");

@@ -31,8 +31,9 @@ After=network-online.target
 
 [Service]
 Type=simple
-User=ops
-Group=ops
+# Root, as DESIGN §6 assumes: each project's sandboxes drop to that project's own host uid, which
+# only root can give (docs/decisions/0389). The sandbox, not the service, is the boundary.
+User=root
 EnvironmentFile=${ENV_FILE}
 ExecStart=${BIN} serve
 # \`systemctl reload ops\` re-executes the binary on the same ports (SIGHUP; docs/decisions/0387).
@@ -45,9 +46,9 @@ LimitNOFILE=65536
 WorkingDirectory=${DATA}
 StateDirectory=ops
 StateDirectoryMode=0700
-# Bind :80 and :443 without being root.
-AmbientCapabilities=CAP_NET_BIND_SERVICE
-CapabilityBoundingSet=CAP_NET_BIND_SERVICE
+# The network namespaces' resolv.conf and hosts (src/adapters/sandbox/index.ts).
+RuntimeDirectory=ops-sandbox
+RuntimeDirectoryMode=0755
 # Sandboxes put their processes in cgroups of their own under this unit's.
 Delegate=yes
 NoNewPrivileges=yes
