@@ -77,6 +77,8 @@ describe("deploy a build from the console", () => {
     await page.getByText(builds.v2.image_digest, { exact: true }).waitFor();
 
     const pick = page.getByLabel("Build or image");
+    // The builds fill the picker after the service page shows: wait for the one to pick.
+    await pick.locator("option", { hasText: `Build ${builds.v1.id}: The v1 version` }).waitFor({ state: "attached" });
     const label = (await pick.locator("option").allInnerTexts()).find((o) => o.startsWith(`Build ${builds.v1.id}: The v1 version`));
     expect(label).toBeDefined();
     await pick.selectOption({ label: label! });
