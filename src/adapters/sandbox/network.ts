@@ -17,7 +17,7 @@
  * - for a replica, one port forwarded from the host's 127.0.0.1 into the namespace (`-t`), where
  *   the app listens on `$PORT` at 127.0.0.1, 0.0.0.0 or [::]: the ingress's only way in.
  */
-import { isIP } from "node:net";
+import { BlockList, isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 
 /** The sandbox's own address, its gateway and DNS forwarder (link-local, a /30 of its own). */
@@ -122,15 +122,10 @@ export function networkFiles(policy: NetworkPolicy, hostname: string): { resolv:
   };
 }
 
-function toInt(a: string): number {
-  return a.split(".").reduce((n, o) => n * 256 + Number(o), 0);
-}
-
-/** Whether IPv4 `addr` is inside `cidr` (a bare address is a /32). */
+/** Whether IPv4 `addr` is inside `cidr` (a bare address is a /32), by node's BlockList. */
 export function inCidr(addr: string, cidr: string): boolean {
   const [base, bits = "32"] = cidr.split("/");
-  const b = Number(bits);
-  if (b === 0) return true;
-  const mask = 2 ** 32 - 2 ** (32 - b);
-  return (toInt(addr) & mask) >>> 0 === (toInt(base) & mask) >>> 0;
+  const list = new BlockList();
+  list.addSubnet(base!, Number(bits), "ipv4");
+  return list.check(addr, "ipv4");
 }
