@@ -19,7 +19,7 @@
  * along without their grace period), then SIGKILL of the whole group after the grace period: bwrap
  * is pid 1's parent of the sandbox's pid namespace, so its death ends everything inside.
  */
-import { DEFAULT_PATH, startCommand, type RunningCommand } from "./process";
+import { DEFAULT_PATH, freeLoopbackPort, startCommand, type RunningCommand } from "./process";
 import { detectMemoryController, type MemoryCgroup, type MemoryDetection } from "../sandbox/cgroups";
 import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
 import { politeTargets, sandboxArgv } from "../sandbox/bwrap";
@@ -79,13 +79,7 @@ export function replicaArgv(entrypoint: readonly string[], cmd: readonly string[
   return [...entrypoint, ...cmd];
 }
 
-/** A loopback port that was free a moment ago (the kernel hands out ports round the range, so it rarely comes back soon). */
-export function freeLoopbackPort(): number {
-  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
-  const port = s.port as number;
-  s.stop(true);
-  return port;
-}
+export { freeLoopbackPort } from "./process";
 
 /** The environment of a replica: a minimal base, the image's Env, the caller's variables in order, then PORT. */
 export function replicaEnv(imageEnv: readonly string[], extra: ReadonlyArray<readonly [string, string]>, port: number): Record<string, string> {

@@ -205,3 +205,11 @@ export function startCommand(spec: CommandSpec): RunningCommand {
     },
   };
 }
+
+/** A loopback port that was free a moment ago (the kernel hands out ports round the range, so it rarely comes back soon). */
+export function freeLoopbackPort(): number {
+  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+  const port = s.port as number;
+  s.stop(true);
+  return port;
+}

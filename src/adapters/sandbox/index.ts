@@ -83,10 +83,7 @@ export function sandboxNetworkOf(core: Core): SandboxNetwork {
       }
       open.add(ns);
       return {
-        port: ns.port,
-        enterArgv: () => ns.enterArgv(),
-        listening: (p) => ns.listening(p),
-        alive: () => ns.alive(),
+        ...ns,
         close: async () => {
           open.delete(ns);
           await ns.close();

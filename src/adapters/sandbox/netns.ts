@@ -11,6 +11,7 @@
 import { closeSync, openSync, readFileSync, readdirSync } from "node:fs";
 import type { Subprocess } from "bun";
 import { pastaArgv, routeScript, type NetworkPolicy } from "./network";
+import { freeLoopbackPort } from "../runtime/process";
 
 export interface Netns {
   /** Host port forwarded into the namespace (a replica's `$PORT` inside), or null. */
@@ -25,13 +26,6 @@ export interface Netns {
 }
 
 export class NetnsError extends Error {}
-
-function freeLoopbackPort(): number {
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop(true);
-  return port;
-}
 
 function childOf(parent: number, comm: string): number | null {
   for (const name of readdirSync("/proc")) {

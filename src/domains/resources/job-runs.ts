@@ -9,7 +9,7 @@
  * them failed; after a crash, `recoverInterruptedRuns` (ops serve start-up) marks the runs left
  * `running` failed with the reason, and the scheduler never runs them twice.
  */
-import { chmodSync, mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { Core } from "../../core/core";
@@ -222,14 +222,10 @@ function finishRun(core: Core, runId: number, status: "succeeded" | "failed", ex
   core.db.update(jobRuns).set({ status, exitCode, error, finishedAt: core.clock.now() }).where(eq(jobRuns.id, runId)).run();
 }
 
-/** The run's home on the host: `run/jobs/<run id>`, its parents reachable by the project's sandbox user. */
+/** The run's home on the host: `run/jobs/<run id>` (bound into its sandbox through the root wrapper, decision 0204). */
 function workDirOf(core: Core, _job: ResourceRow, runId: number): string {
-  let dir = core.config.dataDir;
-  for (const part of ["run", "jobs"]) {
-    dir = path.join(dir, part);
-    mkdirSync(dir, { recursive: true });
-    chmodSync(dir, 0o755);
-  }
+  const dir = path.join(core.config.dataDir, "run", "jobs");
+  mkdirSync(dir, { recursive: true });
   return path.join(dir, String(runId));
 }
 
