@@ -6,7 +6,7 @@
  * `build` failure that says what to install.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createTestApp, tempDir, type TestApp } from "./harness";
 import { SYSTEM_ACTOR } from "../src/core/audit";
@@ -124,5 +124,34 @@ describe("container builder", () => {
     expect(lines.some((l) => l.stream !== "ops" && l.line.includes("missing.txt"))).toBe(true);
     const missing = await runContainerBuild(spec({ "README.md": "no dockerfile\n" }), { onLine: () => {} });
     expect(missing).toMatchObject({ status: "failed", failureKind: "build", error: 'the Dockerfile "Dockerfile" is not a file in the build context' });
+  });
+
+  test("a data dir only root may enter (0700, as ops install makes it) builds: buildah's folders are staged for the project's user; the layer cache is reused", async () => {
+    const closed = tempDir("ops-container-closed-");
+    chmodSync(closed, 0o700);
+    try {
+      const contextDir = path.join(closed, "data", "src");
+      mkdirSync(contextDir, { recursive: true });
+      writeFileSync(path.join(contextDir, "Dockerfile"), "FROM scratch\nCOPY hello.txt /srv/hello.txt\nCOPY again.txt /srv/again.txt\n");
+      writeFileSync(path.join(contextDir, "hello.txt"), "hello\n");
+      writeFileSync(path.join(contextDir, "again.txt"), "again\n");
+      const cacheDir = path.join(closed, "data", "cache");
+      const build = async (n: number) => {
+        const lines: BuildLine[] = [];
+        const res = await runContainerBuild(spec({}, { contextDir, cacheDir, workDir: path.join(closed, "data", `work${n}`), variables: [{ name: "TOKEN", value: "staged-secret-value", secret: true }] }), { onLine: (l) => lines.push(l) });
+        if (res.status !== "succeeded") throw new Error(`${res.error}\n${lines.map((l) => l.line).join("\n")}`);
+        return { res, text: lines.map((l) => l.line).join("\n") };
+      };
+      const first = await build(1);
+      expect(first.res.image!.blobs.length).toBeGreaterThanOrEqual(2);
+      if (runsAsRoot()) expect(first.text).not.toContain(closed);
+      const second = await build(2);
+      expect(second.text).toMatch(/Using cache/);
+      expect(second.res.image!.manifest.digest).toBe(first.res.image!.manifest.digest);
+      // The parent is still closed: nothing loosened its mode.
+      expect(statSync(closed).mode & 0o777).toBe(0o700);
+    } finally {
+      rmSync(closed, { recursive: true, force: true });
+    }
   });
 });

@@ -22,7 +22,8 @@ import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
 import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
 import { NetnsError, type Netns, type SandboxNetwork } from "../sandbox";
-import { defaultIdentity, dropPrivilegesArgv, handOver, runsAsRoot, sandboxDir, unreachable, type SandboxIdentity } from "../sandbox/users";
+import { defaultIdentity, dropPrivilegesArgv, handOver, runsAsRoot, sandboxDir, type SandboxIdentity } from "../sandbox/users";
+import { PRIVATE_MOUNT, stagingArgv } from "../sandbox/bwrap";
 import type { BuildLine, BuildOutcome, BuildRunOptions, BuildVariable, StepTiming } from "./types";
 
 export const INSTALL_BUILDAH = "install buildah to build Dockerfiles";
@@ -148,8 +149,9 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
 
   const ids = spec.identity ?? defaultIdentity();
   if (spec.network?.refusal) return done("failed", { failureKind: "internal", error: spec.network.refusal });
-  const { sandboxed, root } = prepare(spec, ids);
-  if (typeof sandboxed === "string") return done("failed", { failureKind: "internal", error: sandboxed });
+  const { sandboxed: hostEnv, root } = prepare(spec, ids);
+  const stage = staging(spec);
+  const sandboxed = { ...hostEnv, HOME: stage.at(hostEnv.HOME), XDG_RUNTIME_DIR: stage.at(hostEnv.XDG_RUNTIME_DIR), TMPDIR: stage.at(hostEnv.TMPDIR) };
   if (spec.network?.note) emit("ops", "warn", spec.network.note);
   if (!hasSubordinateIds(ids.uid)) {
     emit("ops", "warn", `no subordinate uid range for uid ${ids.uid} in /etc/subuid: RUN instructions will fail (usermod --add-subuids 100000-165535 --add-subgids 100000-165535 <user>)`);
@@ -159,22 +161,26 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
   emit("ops", limit.line.level, limit.line.text);
   const pids = pidsLimit(spec.pids ?? 0, `ops-build-${path.basename(spec.workDir)}-${process.pid}-${Date.now().toString(36)}`, limit.cgroup);
   emit("ops", pids.line.level, pids.line.text);
-  const tag = `localhost/ops-build-${path.basename(spec.workDir).replace(/[^a-z0-9_.-]/g, "-")}:latest`;
-  const global = [buildah, "--root", root, "--runroot", path.join(spec.workDir, "runroot"), "--storage-driver", "vfs"];
+  // With a cache the image keeps one tag from build to build, so its layers stay in the cache's
+  // storage for `--layers` (removing the image would remove them with it); the tag moves to the
+  // new image and `rmi --prune` drops the previous one's unshared layers. Without, storage is the
+  // build's own and goes with its work dir.
+  const tag = spec.cacheDir ? "localhost/ops-build-cache:latest" : `localhost/ops-build-${path.basename(spec.workDir).replace(/[^a-z0-9_.-]/g, "-")}:latest`;
+  const global = [buildah, "--root", stage.at(root), "--runroot", stage.at(path.join(spec.workDir, "runroot")), "--storage-driver", "vfs"];
   const bud = [...global, "bud", "--isolation", "chroot", "--format", "oci", "--timestamp", String(Math.floor(spec.commitTime / 1000))];
   if (spec.cacheDir) bud.push("--layers");
   bud.push("--label", `org.opencontainers.image.revision=${spec.commit}`, "--label", `org.opencontainers.image.source=${spec.source}`, "--label", "dev.ops.runtime=container");
   for (const v of spec.variables) {
     if (!ENV_NAME.test(v.name)) continue;
-    if (v.secret) bud.push("--secret", `id=${v.name},src=${writeSecret(spec.workDir, v, ids)}`);
+    if (v.secret) bud.push("--secret", `id=${v.name},src=${stage.at(writeSecret(spec.workDir, v, ids))}`);
     else bud.push("--build-arg", `${v.name}=${v.value}`);
   }
-  bud.push("-f", dockerfile, "-t", tag, spec.contextDir);
+  bud.push("-f", stage.at(dockerfile), "-t", tag, stage.at(spec.contextDir));
   const layout = sandboxDir(path.join(spec.workDir, "layout"), ids);
   const steps: Array<{ label: string; argv: string[]; optional?: boolean }> = [
     { label: `buildah bud -f ${spec.dockerfile}`, argv: bud },
-    { label: "buildah push (OCI layout)", argv: [...global, "push", "--format", "oci", tag, `oci:${layout}:latest`] },
-    { label: "buildah rmi", argv: [...global, "rmi", tag], optional: true },
+    { label: "buildah push (OCI layout)", argv: [...global, "push", "--format", "oci", tag, `oci:${stage.at(layout)}:latest`] },
+    spec.cacheDir ? { label: "buildah rmi --prune", argv: [...global, "rmi", "--prune"], optional: true } : { label: "buildah rmi", argv: [...global, "rmi", tag], optional: true },
   ];
   const deadline = Date.now() + spec.stepTimeoutSecs * 1000;
   let netns: Netns | null = null;
@@ -186,7 +192,7 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
     for (const s of steps) {
       emit("ops", "info", `$ ${s.label}`);
       const verdict = await runLimited({
-        argv: [...enter, ...accounts, ...(setpriv ? [...dropPrivilegesArgv(setpriv, ids), ...s.argv] : s.argv)],
+        argv: [...enter, ...stage.prefix, ...accounts, ...(setpriv ? [...dropPrivilegesArgv(setpriv, ids), ...s.argv] : s.argv)],
         env: sandboxed,
         cwd: spec.workDir,
         deadline,
@@ -225,10 +231,39 @@ const ACCOUNTS = [
 ].join("\n");
 
 /**
+ * Where buildah sees its folders. A root ops starts buildah through the sandbox's root wrapper
+ * (decision 0204, sandbox/bwrap.ts `stagingArgv`): in a private mount namespace the build's work
+ * dir, its context (read-only) and the service's cache are bound under a fixed empty directory
+ * the project's user can walk into, so a data dir kept 0700 (`ops install`'s /var/lib/ops, or a
+ * checkout under /root) works without loosening its mode. `at` turns a host path into the path
+ * buildah is given; the cache keeps one staged path from build to build, so `--layers` reuses it.
+ * Not root: buildah runs as ops's own user on the host paths.
+ */
+function staging(spec: ContainerBuildSpec): { at(p: string): string; prefix: string[] } {
+  if (!runsAsRoot()) return { at: (p) => p, prefix: [] };
+  const staged: Array<[string, boolean]> = [
+    [path.resolve(spec.workDir), false],
+    [path.resolve(spec.contextDir), true],
+  ];
+  if (spec.cacheDir) staged.push([path.resolve(spec.cacheDir), false]);
+  // Longest host path first, so a context inside the work dir maps to its own read-only bind.
+  const order = staged.map(([host], i) => [host, `${PRIVATE_MOUNT}/${i}`] as const).sort((a, b) => b[0].length - a[0].length);
+  const at = (p: string): string => {
+    const abs = path.resolve(p);
+    for (const [host, inside] of order) {
+      if (abs === host) return inside;
+      if (abs.startsWith(`${host}/`)) return `${inside}${abs.slice(host.length)}`;
+    }
+    throw new Error(`${p} is outside the folders staged for buildah`);
+  };
+  return { at, prefix: stagingArgv(staged) };
+}
+
+/**
  * buildah looks its own user up by uid and stops at "unknown userid" for a project's uid, which has
  * no account on the host (decision 0202). When ops is root and the host has no entry for it, the
- * host's /etc/passwd and /etc/group with one more line each are bound over the originals in a
- * private mount namespace of buildah's own (invisible to the host), then privileges drop.
+ * host's /etc/passwd and /etc/group with one more line each are bound over the originals in the
+ * root wrapper's private mount namespace (invisible to the host), then privileges drop.
  */
 function accountsArgv(workDir: string, ids: SandboxIdentity): string[] {
   if (!runsAsRoot()) return [];
@@ -248,20 +283,16 @@ function accountsArgv(workDir: string, ids: SandboxIdentity): string[] {
   const files = { passwd: path.join(dir, "passwd"), group: path.join(dir, "group") };
   writeFileSync(files.passwd, `${passwd.replace(/\n?$/, "\n")}${name}:x:${ids.uid}:${ids.gid}:ops project sandbox:${path.join(workDir, "home")}:/usr/sbin/nologin\n`, { mode: 0o644 });
   writeFileSync(files.group, `${group.replace(/\n?$/, "\n")}${group.split("\n").some((l) => l.split(":")[2] === String(ids.gid)) ? "" : `${name}:x:${ids.gid}:\n`}`, { mode: 0o644 });
-  return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", ACCOUNTS, "sh", files.passwd, files.group];
+  return ["/bin/sh", "-c", ACCOUNTS, "sh", files.passwd, files.group];
 }
 
 /** Directories and environment of the buildah process; a string when they cannot be set up. */
-function prepare(spec: ContainerBuildSpec, ids: SandboxIdentity): { sandboxed: Record<string, string> | string; root: string } {
+function prepare(spec: ContainerBuildSpec, ids: SandboxIdentity): { sandboxed: Record<string, string>; root: string } {
   mkdirSync(spec.workDir, { recursive: true, mode: 0o711 });
   const root = spec.cacheDir ? path.join(spec.cacheDir, "buildah") : path.join(spec.workDir, "storage");
   if (spec.cacheDir) {
     mkdirSync(spec.cacheDir, { recursive: true, mode: 0o700 });
     handOver(spec.cacheDir, ids);
-  }
-  for (const dir of [spec.contextDir, path.join(spec.workDir, "home"), root]) {
-    const blocked = unreachable(dir, ids);
-    if (blocked) return { sandboxed: `the build user (uid ${ids.uid}) cannot reach ${dir}: ${blocked} is not searchable by it (chmod o+x ${blocked})`, root };
   }
   handOver(spec.contextDir, ids, { force: true });
   sandboxDir(root, ids);

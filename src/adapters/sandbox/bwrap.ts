@@ -192,6 +192,17 @@ function ensureMountPoint(): void {
 }
 
 /**
+ * The root wrapper's argv prefix (decision 0204): `staged[i]` (a host path, read-only or not) is
+ * at `PRIVATE_MOUNT/<i>` for the command that follows, in a private mount namespace; `procs` is a
+ * cgroup join file or "". Also used by the container builder for buildah's folders.
+ */
+export function stagingArgv(staged: ReadonlyArray<readonly [string, boolean]>, procs = ""): string[] {
+  ensureMountPoint();
+  const pairs = staged.flatMap(([host, ro]) => [host, ro ? "1" : "0"]);
+  return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", PRIVATE_MOUNT, procs, ...pairs, "--"];
+}
+
+/**
  * The argv that runs `argv` in the sandbox: `[cgroup join | root wrapper] [setpriv …] bwrap … --
  * argv`. The environment is the spawner's.
  */
@@ -227,11 +238,7 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   const joins = (opts.joinFirst ?? []).map((f) => joinFile(f));
   const first = filter || joins.length > 0 ? seccompOpenArgv(filter, joins) : [];
   const drop = asRoot ? dropPrivilegesArgv(tools.setpriv as string, opts.hostUser ?? { uid: HOST_UNPRIVILEGED_ID, gid: HOST_UNPRIVILEGED_ID }) : [];
-  if (staged.length > 0) {
-    ensureMountPoint();
-    const pairs = staged.flatMap(([host, ro]) => [host, ro ? "1" : "0"]);
-    return [...enter, ...first, "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", WRAPPER, "sh", PRIVATE_MOUNT, opts.cgroupProcs ? joinFile(opts.cgroupProcs) : "", ...pairs, "--", ...drop, ...bwrap];
-  }
+  if (staged.length > 0) return [...enter, ...first, ...stagingArgv(staged, opts.cgroupProcs ? joinFile(opts.cgroupProcs) : ""), ...drop, ...bwrap];
   const join = opts.cgroupProcs ? joinArgv(opts.cgroupProcs) : [];
   return [...enter, ...first, ...join, ...drop, ...bwrap];
 }

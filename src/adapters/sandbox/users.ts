@@ -80,24 +80,6 @@ export function handOver(dir: string, ids: SandboxIdentity, opts: { force?: bool
   walk(dir);
 }
 
-/**
- * Null when the sandbox's host user can reach `p` (every parent searchable by it), else the first
- * directory in the way. Only a root ops changes user; otherwise ops reaches what it created.
- */
-export function unreachable(p: string, ids: SandboxIdentity): string | null {
-  if (!runsAsRoot()) return null;
-  const { uid, gid } = ids;
-  let dir = path.dirname(path.resolve(p));
-  for (;;) {
-    const st = lstatSync(dir);
-    const bit = st.uid === uid ? 0o100 : st.gid === gid ? 0o010 : 0o001;
-    if ((st.mode & bit) === 0) return dir;
-    const up = path.dirname(dir);
-    if (up === dir) return null;
-    dir = up;
-  }
-}
-
 /** Create a directory for the sandbox's user, 0700 (owned by it when ops is root). */
 export function sandboxDir(dir: string, ids: SandboxIdentity): string {
   const st = lstatSync(dir, { throwIfNoEntry: false });
