@@ -1,7 +1,7 @@
 /**
  * Push subscribers, shared by the host implementations: a host calls `deliver` once per updated
  * ref after the ref is written; every subscriber runs in registration order (one that throws is
- * logged, the others still run), and `deliver` resolves when all have finished.
+ * logged, the others still run, and the pusher is told), and `deliver` resolves when all have finished.
  */
 import type { Logger } from "../../core/log";
 import type { HostPush, PushHandler } from "./types";
@@ -26,6 +26,7 @@ export class PushSubscribers {
         await h(push);
       } catch (err) {
         this.log.error("push subscriber failed", { repo: push.repo, ref: push.ref, err });
+        push.say?.(`${push.ref}: ops could not finish acting on this push (the server log says why); the ref is updated`);
       }
     }
   }

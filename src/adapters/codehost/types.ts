@@ -200,6 +200,11 @@ export interface HostPush {
   pusher: string;
   /** When the host received it, epoch ms. */
   at: number;
+  /**
+   * Tell the pusher one line (the built-in host prints it as `remote: …` in the push's answer,
+   * docs/decisions/0430); unset where the push has no answer to write into (GitHub's webhooks).
+   */
+  say?: (line: string) => void;
 }
 
 export type PushHandler = (push: HostPush) => void | Promise<void>;

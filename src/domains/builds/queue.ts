@@ -95,7 +95,7 @@ async function pushedCommit(core: Core, project: ProjectRef, source: SourceRow, 
  * The environment's branch (docs/decisions/0286): the repository's branch named like the
  * environment (`staging`), or null when it has none.
  */
-async function environmentBranch(core: Core, source: Pick<SourceRow, "repo" | "installationId">, environment: string): Promise<string | null> {
+export async function environmentBranch(core: Core, source: Pick<SourceRow, "repo" | "installationId">, environment: string): Promise<string | null> {
   return (await requireHost(core).resolveRef(repoRefOf(source), `refs/heads/${environment}`)) ? environment : null;
 }
 

@@ -181,9 +181,10 @@ export async function recordPush(core: Core, push: HostPush): Promise<void> {
     if (found.length > 0) t.update(sources).set({ lastEventAt: push.at }).where(eq(sources.repo, push.repo)).run();
     return found;
   });
+  if (rows.length === 0) push.say?.(`${push.repo} is not connected to a project: nothing builds (connect it on a project's Sources page)`);
   for (const row of rows) {
     const project = core.access.findProjectById(row.projectId);
     if (!project) continue;
-    await core.events.emit(PUSH, { project: project.slug, sourceId: row.id, repo: row.repo, ref: push.ref, before: push.before, after: push.after, pusher: push.pusher });
+    await core.events.emit(PUSH, { project: project.slug, sourceId: row.id, repo: row.repo, ref: push.ref, before: push.before, after: push.after, pusher: push.pusher, say: push.say });
   }
 }

@@ -19,6 +19,8 @@ export interface PushEvent {
   after: string;
   /** Who pushed (the ops actor; for a machine token its handle; on GitHub the login). */
   pusher: string;
+  /** Tell the pusher one line (`remote: …` on the built-in host; unset on GitHub): HostPush.say. */
+  say?: (line: string) => void;
 }
 
 export const PUSH = topic<PushEvent>("sources.push");

@@ -26,6 +26,7 @@ import { uuidv7 } from "../../../core/ids";
 import type { NormalisedError } from "../../../core/errors";
 import type { PushSubscribers } from "../push";
 import { gitEnv, httpBackendArgv } from "./git";
+import { ReceivePackAnswer } from "./sideband";
 import { existingRepoDir, parseRepoName } from "./repos";
 import { knownInstallation } from "./records";
 
@@ -152,6 +153,8 @@ async function serveCgi(core: Core, deps: GitHttpDeps, req: { request: Request; 
     stderr: "pipe",
   });
   const stderr = new Response(proc.stderr).text();
+  // What the subscribers tell the pusher (`remote:` lines, decision 0430).
+  const lines: string[] = [];
   let finished: Promise<void> | null = null;
   const finish = () =>
     (finished ??= (async () => {
@@ -173,7 +176,7 @@ async function serveCgi(core: Core, deps: GitHttpDeps, req: { request: Request; 
         });
       }
       for (const u of updates) {
-        await deps.pushes.deliver({ repo, installationId, ref: u.ref, before: u.before, after: u.after, pusher: auth.principal.actor === "api-token" ? auth.principal.name : auth.principal.actor, at: core.clock.now() });
+        await deps.pushes.deliver({ repo, installationId, ref: u.ref, before: u.before, after: u.after, pusher: auth.principal.actor === "api-token" ? auth.principal.name : auth.principal.actor, at: core.clock.now(), say: (line) => lines.push(line) });
       }
     })());
 
@@ -187,21 +190,26 @@ async function serveCgi(core: Core, deps: GitHttpDeps, req: { request: Request; 
   }
   const { reader } = head;
   let rest: Uint8Array | null = head.rest.length > 0 ? head.rest : null;
+  const answer = pushLog ? new ReceivePackAnswer() : null;
+  const pass = (chunk: Uint8Array) => (answer ? answer.feed(chunk) : chunk);
   // One stream from git's stdout to the client: chunks pass as they come, and the push is
-  // reported (finish) before the response ends.
+  // reported (finish) before the response ends, its lines before receive-pack's final flush.
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (rest) {
-        controller.enqueue(rest);
+      for (;;) {
+        const chunk = rest ?? (await reader.read()).value;
         rest = null;
-        return;
-      }
-      const { value, done } = await reader.read();
-      if (!done) {
-        controller.enqueue(value);
+        if (!chunk) break;
+        const out = pass(chunk);
+        if (out.length === 0) continue;
+        controller.enqueue(out);
         return;
       }
       await finish();
+      if (answer) {
+        const tail = answer.end(lines);
+        if (tail.length > 0) controller.enqueue(tail);
+      }
       controller.close();
     },
     async cancel() {
