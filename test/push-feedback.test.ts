@@ -9,12 +9,13 @@
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { eq } from "drizzle-orm";
-import type { TestApp } from "./harness";
+import { expectStatus, type TestApp } from "./harness";
 import { buildsApp, buildWorld, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
 import { runGit, type GitRun } from "./sources-git-helpers";
 import { codeHostFor } from "../src/adapters/codehost";
 import { PUSH } from "../src/domains/sources/service";
 import { builds } from "../src/domains/builds/tables";
+import { runScan } from "../src/domains/sources/scans";
 import { MAX_PUSH_LINES, ReceivePackAnswer, sidebandLines } from "../src/adapters/codehost/builtin/sideband";
 
 setDefaultTimeout(120_000);
@@ -133,7 +134,7 @@ describe("git push tells what it built", () => {
 });
 
 describe("a repository with no service yet", () => {
-  test("the first push says to run Scan, with the console's Sources page; an ops.toml without services says so", async () => {
+  test("the first push says to run Scan, with the console's Sources page; no ops.toml says so; after a scan, a changed ops.toml says to scan again", async () => {
     const w = await buildWorld(t, { environments: [] });
     try {
       await w.local.commit(SAMPLE_APP, "The sample app");
@@ -141,6 +142,17 @@ describe("a repository with no service yet", () => {
       expect(remoteLines(await push(w, ["origin", "main"]))).toEqual([`nothing builds from main: no service follows it yet (run Scan in the console: ${scan}; it creates web from the default branch's ops.toml)`]);
       await w.local.commit({ "ops.toml": null }, "No ops.toml");
       expect(remoteLines(await push(w, ["origin", "main"]))).toEqual([`nothing builds from main: no service follows it yet and this commit has no ops.toml (add one, then run Scan in the console: ${scan})`]);
+      await w.local.commit({ "ops.toml": SAMPLE_APP["ops.toml"]! }, "ops.toml again");
+      await push(w, ["-q", "origin", "main"]);
+      const queued = await expectStatus<{ scan_id: number }>(await w.ctx.req("POST", "/sources/scan", { repo: w.repo }), 202);
+      await runScan(t.core, queued.scan_id);
+      // After the scan: the builds, and nothing about ops.toml while it is the one scanned.
+      await w.local.commit({ "server.js": `${SAMPLE_APP["server.js"]}// v2\n` }, "Server v2");
+      const built = remoteLines(await push(w, ["origin", "main"]));
+      expect(built.length).toBeGreaterThan(0);
+      expect(built.every((l) => /^build #\d+ for web \(\w+\): http/.test(l))).toBe(true);
+      await w.local.commit({ "ops.toml": SAMPLE_APP["ops.toml"]!.replace("port = 3000", "port = 3001") }, "Another port");
+      expect(remoteLines(await push(w, ["origin", "main"])).at(-1)).toBe(`ops.toml changed since the last scan: run Scan in the console to apply it: ${scan}`);
     } finally {
       w.local.remove();
     }

@@ -9,6 +9,7 @@ import { Elysia } from "elysia";
 import type { DomainModule } from "../../core/core";
 import { codeHostFor } from "../../adapters/codehost";
 import { recordPush } from "./connections";
+import { tellScanDue } from "./push-notes";
 import { sourcesRoutes } from "./routes";
 import { hostWebhookRoutes } from "./webhook";
 import { defineSourceJobs } from "./jobs";
@@ -19,7 +20,10 @@ const SAVE_BODY_BYTES = 24 * 1024 * 1024;
 export const sourcesModule: DomainModule = {
   name: "sources",
   install(core) {
-    codeHostFor(core).onPush((push) => recordPush(core, push));
+    codeHostFor(core).onPush(async (push) => {
+      await recordPush(core, push);
+      await tellScanDue(core, push);
+    });
     defineSourceJobs(core);
   },
   routes(core) {
