@@ -116,7 +116,8 @@ function relayBody(ctx: Ctx, ex: Exchange, u: Conn, src: Buffer, from: number, h
         end = Math.min(src.length, from + ex.resLeft);
         ex.resLeft -= end - from;
       }
-      if (end > from) body = from === 0 && end === src.length ? src : src.subarray(from, end);
+      // A head sent as received goes out with its body from `src` itself: no view of the body is made.
+      if (end > from && typeof head !== "number") body = from === 0 && end === src.length ? src : src.subarray(from, end);
       break;
     case Out.Rechunk:
     case Out.Dechunk: {

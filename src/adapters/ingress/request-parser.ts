@@ -142,13 +142,20 @@ function bad(message: string): HttpError {
   return new HttpError(400, message);
 }
 
-/** The request line's parts: [method end, target end, minor version char, 1 if ASCII], or null when malformed. */
-function requestLine(head: string, eol: number): [number, number, number, number] | null {
+/** Where the method ends in the request line `requestLine` read last (set by it: the parse is synchronous). */
+let methodEnd = 0;
+
+/**
+ * Read the request line: where its target ends, times 4, plus 2 for HTTP/1.1 and 1 when the
+ * target is ASCII; -1 when malformed (the method's end is left in `methodEnd`). A number rather
+ * than a record: one per request would be garbage.
+ */
+function requestLine(head: string, eol: number): number {
   // Methods are upper-case letters, `-` and `_` (what nginx accepts): a lower-case `get` is not GET to every server.
   let i = 0;
   for (let c = head.charCodeAt(0); i < eol && ((c >= 65 && c <= 90) || c === 45 || c === 95); c = head.charCodeAt(++i));
-  if (i === 0 || head.charCodeAt(i) !== 32) return null;
-  const m = i;
+  if (i === 0 || head.charCodeAt(i) !== 32) return -1;
+  methodEnd = i;
   i++;
   const t = i;
   let ascii = 1;
@@ -157,10 +164,10 @@ function requestLine(head: string, eol: number): [number, number, number, number
     if (c <= 32 || c === 127 || c > 255) break;
     if (c > 127) ascii = 0;
   }
-  if (i === t || head.charCodeAt(i) !== 32 || eol - i !== 9 || !head.startsWith(" HTTP/1.", i)) return null;
+  if (i === t || head.charCodeAt(i) !== 32 || eol - i !== 9 || !head.startsWith(" HTTP/1.", i)) return -1;
   const minor = head.charCodeAt(i + 8);
-  if (minor !== 48 && minor !== 49) return null;
-  return [m, i, minor, ascii];
+  if (minor !== 48 && minor !== 49) return -1;
+  return i * 4 + (minor === 49 ? 2 : 0) + ascii;
 }
 
 /** A Content-Length value: 1 to 15 decimal digits, nothing else (no sign, no list, no spaces inside). */
@@ -206,8 +213,10 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
   const nl = head.indexOf("\r\n");
   const eol = nl < 0 ? head.length : nl;
   const line = requestLine(head, eol);
-  if (!line) throw bad("the request line is malformed");
-  let ascii = line[3] === 1;
+  if (line < 0) throw bad("the request line is malformed");
+  const mEnd = methodEnd;
+  const tEnd = line >> 2;
+  let ascii = (line & 1) === 1;
   if (nl >= 0) {
     ASCII_FIELD_LINES.lastIndex = nl;
     if (!ASCII_FIELD_LINES.test(head)) {
@@ -216,10 +225,10 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
       ascii = false;
     }
   }
-  const method = methodOf(head, line[0]);
+  const method = methodOf(head, mEnd);
   if (method === "CONNECT") throw new HttpError(405, "the ingress does not tunnel CONNECT");
   if (method === "TRACE") throw new HttpError(405, "the ingress does not answer TRACE");
-  const http10 = line[2] === 48;
+  const http10 = (line & 2) === 0;
 
   let host: string | null = null;
   let hosts = 0;
@@ -332,7 +341,7 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
   if (host !== null && host !== "" && host !== lastHost && !HOST_VALUE.test(host)) throw bad("the Host field is malformed");
 
   // The target: origin form, `*` for OPTIONS, or absolute form (its authority is the host).
-  let target = head.slice(line[0] + 1, line[1]);
+  let target = head.slice(mEnd + 1, tEnd);
   let path = target;
   if (target.charCodeAt(0) !== 47 /* / */) {
     if (target === "*" && method === "OPTIONS") path = "/";
@@ -370,7 +379,7 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
   }
   const websocket = !http10 && wantsUpgrade && tokens(upgrade).includes("websocket");
   if (extra !== null) dropNamed(head, keep, extra);
-  const lineKept = !http10 && target.length === line[1] - line[0] - 1;
+  const lineKept = !http10 && target.length === tEnd - mEnd - 1;
   return { method, target, path, http10, host, body, hasLength: lengths === 1, close, websocket, ascii, head, keep, rewritten: cookieRewrite, strippedCredential: stripped, forwarding: forwarding ?? NO_FORWARDING, lineKept };
 }
 
