@@ -139,6 +139,41 @@ export function descendants(root: number): ProcessInfo[] {
   return out;
 }
 
+/**
+ * The stop of a command's process group: SIGTERM to `politeTargets` (or the whole group), SIGKILL
+ * of the group after the grace period. `fallback` signals the process alone when the group is gone.
+ */
+export function groupControl(pid: number, politeTargets?: (pid: number) => number[], fallback?: (sig: NodeJS.Signals) => void) {
+  let killTimer: ReturnType<typeof setTimeout> | null = null;
+  const signalGroup = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      try {
+        fallback?.(sig);
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  const terminate = (graceMs: number) => {
+    const targets = politeTargets?.(pid) ?? [];
+    if (targets.length === 0) signalGroup("SIGTERM");
+    for (const p of targets) {
+      try {
+        process.kill(p, "SIGTERM");
+      } catch {
+        // Already gone.
+      }
+    }
+    killTimer ??= setTimeout(() => signalGroup("SIGKILL"), graceMs);
+  };
+  const clear = () => {
+    if (killTimer) clearTimeout(killTimer);
+  };
+  return { signalGroup, terminate, clear };
+}
+
 /** Start the command; the promise resolves when it exited and its output was read. */
 export function startCommand(spec: CommandSpec): RunningCommand {
   const argv = typeof spec.command === "string" ? ["sh", "-c", spec.command] : [...spec.command];
@@ -152,34 +187,11 @@ export function startCommand(spec: CommandSpec): RunningCommand {
   });
   let timedOut = false;
   let stopped = false;
-  let killTimer: ReturnType<typeof setTimeout> | null = null;
-  const signalGroup = (sig: NodeJS.Signals) => {
-    try {
-      process.kill(-proc.pid, sig);
-    } catch {
-      try {
-        proc.kill(sig);
-      } catch {
-        // Already gone.
-      }
-    }
-  };
-  const terminate = (graceMs: number) => {
-    const targets = spec.politeTargets?.(proc.pid) ?? [];
-    if (targets.length === 0) signalGroup("SIGTERM");
-    for (const pid of targets) {
-      try {
-        process.kill(pid, "SIGTERM");
-      } catch {
-        // Already gone.
-      }
-    }
-    killTimer ??= setTimeout(() => signalGroup("SIGKILL"), graceMs);
-  };
+  const group = groupControl(proc.pid, spec.politeTargets, (sig) => proc.kill(sig));
   const timer = spec.timeoutMs
     ? setTimeout(() => {
         timedOut = true;
-        terminate(5000);
+        group.terminate(5000);
       }, spec.timeoutMs)
     : null;
 
@@ -188,10 +200,10 @@ export function startCommand(spec: CommandSpec): RunningCommand {
     const err = pump(proc.stderr as ReadableStream<Uint8Array>, (l) => spec.onLine("stderr", l));
     const exitCode = await proc.exited;
     // Anything the command left in the background would hold the pipes open: end the group.
-    signalGroup("SIGKILL");
+    group.signalGroup("SIGKILL");
     await Promise.allSettled([out, err]);
     if (timer) clearTimeout(timer);
-    if (killTimer) clearTimeout(killTimer);
+    group.clear();
     const signal = proc.signalCode === null || proc.signalCode === undefined ? null : String(proc.signalCode);
     return { exitCode: signal ? null : exitCode, signal, timedOut, stopped };
   })();
@@ -201,7 +213,7 @@ export function startCommand(spec: CommandSpec): RunningCommand {
     done,
     stop(graceMs = 2000) {
       stopped = true;
-      terminate(graceMs);
+      group.terminate(graceMs);
     },
   };
 }
