@@ -89,14 +89,18 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
   useEffect(() => {
     setSvc(null);
     setError(null);
+    // Another service or environment: the page chooses again. A pick made while the candidates
+    // load is kept, and a list that arrives after the page moved on is dropped.
+    setPicked(false);
     void load();
     if (!props.access.can("deployments.deploy", env)) return setCandidates([]);
+    let live = true;
     loadCandidates(slug, env, props.service, props.access)
-      .then((c) => {
-        setCandidates(c);
-        setPicked(false);
-      })
-      .catch(() => setCandidates([]));
+      .then((c) => live && setCandidates(c))
+      .catch(() => live && setCandidates([]));
+    return () => {
+      live = false;
+    };
   }, [slug, env, props.service]);
 
   const flying = svc?.status.detail?.rollout ?? null;
