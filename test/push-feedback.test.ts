@@ -90,6 +90,28 @@ describe("git push tells what it built", () => {
     expect(remoteLines(await push(w, ["origin", ":feature"]))).toEqual(["feature was deleted: nothing to build"]);
   });
 
+  test("a push of many branches nobody follows: a line each (up to the cap), the environments' branches asked once per push", async () => {
+    const host = codeHostFor(t.core);
+    const resolveRef = host.resolveRef.bind(host);
+    const asked: string[] = [];
+    host.resolveRef = (ref, name) => {
+      asked.push(name);
+      return resolveRef(ref, name);
+    };
+    try {
+      await w.local.commit({ "many.txt": "x\n" }, "Many", "many");
+      for (let i = 0; i < 60; i++) await runGit(w.local.dir, ["branch", "-f", `many-${i}`, "many"]);
+      const r = await push(w, ["origin", "refs/heads/many-*:refs/heads/many-*"]);
+      const lines = remoteLines(r);
+      expect(lines.length).toBe(MAX_PUSH_LINES);
+      expect(lines[0]).toStartWith("nothing builds from many-");
+      expect(lines.at(-1)).toBe(`… and ${60 - MAX_PUSH_LINES + 1} more (the console's Builds page lists every build)`);
+      expect(asked.sort()).toEqual(["refs/heads/production", "refs/heads/staging"]);
+    } finally {
+      host.resolveRef = resolveRef;
+    }
+  });
+
   test("a branch name that would repaint or reorder the terminal is printed inert", async () => {
     const name = "fix\u202egnp.exe";
     await w.local.commit({ "fix.txt": "x\n" }, "A fix", name);

@@ -203,6 +203,7 @@ export interface HostPush {
   /**
    * Tell the pusher one line (the built-in host prints it as `remote: …` in the push's answer,
    * docs/decisions/0430); unset where the push has no answer to write into (GitHub's webhooks).
+   * One function for all the refs of one push: subscribers may key per-push work on it.
    */
   say?: (line: string) => void;
 }

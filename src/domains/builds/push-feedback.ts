@@ -43,6 +43,21 @@ export async function tellPush(core: Core, ev: PushEvent, ids: number[]): Promis
   ev.say(await whyNothing(core, ev));
 }
 
+/**
+ * Environment branches looked up once per push, not once per ref (each is a git process): a push
+ * of 300 branches nobody follows, in two environments, started 600 of them, 2 now. The push is
+ * known by its `say`, one function per push answer (HostPush.say).
+ */
+const envBranchesOfPush = new WeakMap<(line: string) => void, Map<string, Promise<string | null>>>();
+
+function envBranchOf(core: Core, ev: PushEvent, source: SourceRow, env: string): Promise<string | null> {
+  let known = envBranchesOfPush.get(ev.say!);
+  if (!known) envBranchesOfPush.set(ev.say!, (known = new Map()));
+  const key = `${source.id}\n${env}`;
+  if (!known.has(key)) known.set(key, environmentBranch(core, source, env).catch(() => null));
+  return known.get(key)!;
+}
+
 /** Why a push queued no build (onPush's rules, asked again for the one line). */
 async function whyNothing(core: Core, ev: PushEvent): Promise<string> {
   const name = refName(ev.ref);
@@ -60,12 +75,10 @@ async function whyNothing(core: Core, ev: PushEvent): Promise<string> {
   const services = listOfTypeInProject(core.db, project.id, "service").filter((r) => r.environment !== null && specOf<ServiceSpec>(r).source?.repo === ev.repo);
   if (services.length === 0) return `nothing builds from ${branch}: ${await noServiceYet(core, source, ev)}`;
   // The branch each service follows, as onPush decides it (own branch, environment's, default).
-  const envBranches = new Map<string, Promise<string | null>>();
   const followed: string[] = [];
   for (const r of services) {
     const env = r.environment!;
-    if (!envBranches.has(env)) envBranches.set(env, environmentBranch(core, source, env).catch(() => null));
-    const follows = specOf<ServiceSpec>(r).source?.branch ?? (await envBranches.get(env)) ?? source.defaultBranch;
+    const follows = specOf<ServiceSpec>(r).source?.branch ?? (await envBranchOf(core, ev, source, env)) ?? source.defaultBranch;
     if (follows === branch) return `nothing built from ${branch}: its commit could not be read (the server log says why)`;
     followed.push(`${r.name} (${env}) follows ${follows}`);
   }

@@ -153,8 +153,9 @@ async function serveCgi(core: Core, deps: GitHttpDeps, req: { request: Request; 
     stderr: "pipe",
   });
   const stderr = new Response(proc.stderr).text();
-  // What the subscribers tell the pusher (`remote:` lines, decision 0430).
+  // What the subscribers tell the pusher (`remote:` lines, decision 0430); one `say` per push.
   const lines: string[] = [];
+  const say = (line: string) => void lines.push(line);
   let finished: Promise<void> | null = null;
   const finish = () =>
     (finished ??= (async () => {
@@ -176,7 +177,7 @@ async function serveCgi(core: Core, deps: GitHttpDeps, req: { request: Request; 
         });
       }
       for (const u of updates) {
-        await deps.pushes.deliver({ repo, installationId, ref: u.ref, before: u.before, after: u.after, pusher: auth.principal.actor === "api-token" ? auth.principal.name : auth.principal.actor, at: core.clock.now(), say: (line) => lines.push(line) });
+        await deps.pushes.deliver({ repo, installationId, ref: u.ref, before: u.before, after: u.after, pusher: auth.principal.actor === "api-token" ? auth.principal.name : auth.principal.actor, at: core.clock.now(), say });
       }
     })());
 
