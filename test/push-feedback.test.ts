@@ -11,7 +11,8 @@ import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "
 import { eq } from "drizzle-orm";
 import { expectStatus, type TestApp } from "./harness";
 import { buildsApp, buildWorld, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
-import { runGit, type GitRun } from "./sources-git-helpers";
+import { cloneUrl, runGit, type GitRun } from "./sources-git-helpers";
+import { makePerson, makeRole, mintToken } from "./fixtures";
 import { codeHostFor } from "../src/adapters/codehost";
 import { PUSH } from "../src/domains/sources/service";
 import { builds } from "../src/domains/builds/tables";
@@ -130,6 +131,23 @@ describe("git push tells what it built", () => {
     const publish = (await buildsOf(w)).find((b) => b.kind === "publish");
     expect(publish).toBeDefined();
     expect(remoteLines(r).sort()).toEqual([`build #${publish!.id} publishes v1.0.0: ${url(w, publish!.id)}`, "tag nightly is not a release tag (v<semver>): nothing to publish"]);
+  });
+
+  test("a push partly refused (a release tag without packages.publish): git's report still names the refused ref, and the accepted branch's builds are told", async () => {
+    const role = makeRole(t, w.ctx.slug, "coder", ["project.read", "sources.read", "sources.write", "sources.save"]);
+    const coder = await makePerson(t, [{ role, project: w.ctx.slug }]);
+    const token = mintToken(t, coder.principal, { role, project: w.ctx.slug });
+    await w.local.commit({ "modules/beta/README.md": "beta\n" }, "Another module");
+    await runGit(w.local.dir, ["tag", "v3.0.0"]);
+    const before = new Set((await buildsOf(w)).map((b) => b.id));
+    const r = await runGit(w.local.dir, ["push", cloneUrl(t.url, w.repo, token), "main", "v3.0.0"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/\[remote rejected\]\s+v3\.0\.0/);
+    expect(r.stderr).toMatch(/\.\.[0-9a-f]+\s+main -> main/);
+    expect(r.stderr).toContain("packages.publish");
+    const fresh = (await buildsOf(w)).filter((b) => !before.has(b.id));
+    expect(fresh.map((b) => b.kind)).toEqual(["image", "image"]);
+    expect(remoteLines(r).filter((l) => l.startsWith("build #")).sort()).toEqual(fresh.map((b) => `build #${b.id} for web (${b.environment}): ${url(w, b.id)}`).sort());
   });
 
   test("a subscriber that fails: the push still lands with a clean report, the builds are still told, and the pusher hears of the failure", async () => {
