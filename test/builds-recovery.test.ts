@@ -43,10 +43,13 @@ describe("builds across a stop", () => {
     apps.push(first);
     w = await buildWorld(first);
     await w.local.commit(SAMPLE_APP, "Sample app");
-    await w.local.push("main");
+    // Three commits: builds of one commit's same inputs would share one image (decision 0435).
+    await w.local.commit({ "b.txt": "b\n" }, "Branch b", "b");
+    await w.local.commit({ "c.txt": "c\n" }, "Branch c", "c");
+    await w.local.push("main", "b", "c");
     const [pushed] = (await (await w.ctx.req("GET", "/builds")).json()) as Array<{ id: number }>;
-    const manual = await manualBuild(w, null);
-    const third = await manualBuild(w, null);
+    const manual = await manualBuild(w, "b");
+    const third = await manualBuild(w, "c");
     for (const want of ["checks", "building", "scanning", "pushing"]) expect(await step(first, pushed.id)).toBe(want);
     for (const want of ["checks", "building"]) expect(await step(first, manual.id)).toBe(want);
     for (const want of ["checks", "building", "scanning"]) expect(await step(first, third.id)).toBe(want);

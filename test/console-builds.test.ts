@@ -2,7 +2,9 @@
  * The Builds section in a real browser (Debian's chromium through playwright-core), against a
  * server whose scheduler runs: the list (state, commit, author, duration, failure), a healthy
  * build's page with its steps and log, a build started from the form whose log is followed live
- * while its command prints, cancelled with the button, then retried; and a publish build (a
+ * while its command prints, cancelled with the button, then retried; a retry of the healthy
+ * build, which reuses its image (decision 0435): "reused from #N" in the list, "Built by" with a
+ * link and the skipped steps' notes on its page; and a publish build (a
  * pushed `v1.0.0` tag of a `modules/` tree): its row, its page cancelled while its layer packs,
  * then retried to `published` with its steps Clone, Plan, Crates, Layers, Locales and its log.
  * Screenshots go to test/artifacts/ (builds-*.png).
@@ -10,8 +12,8 @@
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { launchChromium, shot, WallClock } from "./chromium";
-import type { TestApp } from "./harness";
-import { buildsApp, buildWorld, drain, manualBuild, opsToml, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
+import { expectStatus, type TestApp } from "./harness";
+import { buildsApp, buildWorld, drain, getBuild, manualBuild, opsToml, SAMPLE_APP, until, type BuildWorld } from "./builds-fixtures";
 import { claimModuleNames } from "./support/modules";
 import { git } from "./sources-git-helpers";
 
@@ -117,6 +119,27 @@ describe("Builds in chromium", () => {
     await page.getByRole("heading", { name: /Build #\d+ · web/ }).waitFor();
     await page.getByRole("button", { name: "Cancel" }).click();
     await page.locator(".build-head .badge", { hasText: "cancelled" }).waitFor({ timeout: 30_000 });
+    await context.close();
+  });
+
+  test("a build that reused another's image (a retry of the same inputs) names that build, in the list and on its page", async () => {
+    const list = await expectStatus<Array<{ id: number; message: string; status: string }>>(await w.ctx.req("GET", "/builds"), 200);
+    const made = list.find((b) => b.message === "Hello over HTTP" && b.status === "healthy")!;
+    const retry = await expectStatus<{ id: number }>(await w.ctx.req("POST", `/builds/${made.id}/retry`), 201);
+    await until("the retry reused the image", async () => (await getBuild(w, retry.id)).status === "healthy");
+
+    const { context, page } = await signedIn();
+    const row = page.locator("table.builds tbody tr", { has: page.getByRole("link", { name: `#${retry.id} web` }) });
+    await row.getByText(`reused from #${made.id}`).waitFor();
+    await row.getByRole("link").click();
+    await page.getByRole("heading", { name: `Build #${retry.id} · web` }).waitFor();
+    await page.getByText("Built by").waitFor();
+    expect(await page.getByRole("link", { name: `build #${made.id}` }).isVisible()).toBe(true);
+    const steps = await page.locator("ol.build-steps li").allInnerTexts();
+    expect(steps.slice(1, 6)).toEqual(["Checks", "Build", "Secret scan", "Push", "Sign"].map((s) => expect.stringMatching(new RegExp(`${s}[\\s\\S]*skipped[\\s\\S]*reused image sha256:[0-9a-f]{64} of build #${made.id}`))));
+    await shot(page, "builds-reused");
+    await page.getByRole("link", { name: `build #${made.id}` }).click();
+    await page.getByRole("heading", { name: `Build #${made.id} · web` }).waitFor();
     await context.close();
   });
 

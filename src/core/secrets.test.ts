@@ -1,6 +1,7 @@
 import { describe, test, expect, afterAll } from "bun:test";
 import { existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { createHash } from "node:crypto";
 import { openDatabase, closeDatabase, tx, type OpenedDb } from "./db/client";
 import { runMigrations } from "./db/migrate";
 import { FixedClock } from "./clock";
@@ -96,6 +97,25 @@ describe("SecretsStore values", () => {
     const rows = e.opened.sqlite.query("SELECT id, ciphertext, wrapped_dek FROM sealed_values WHERE id IN (?, ?)").all(a, b) as Array<{ ciphertext: Uint8Array; wrapped_dek: Uint8Array }>;
     expect(Buffer.from(rows[0].ciphertext).equals(Buffer.from(rows[1].ciphertext))).toBe(false);
     expect(Buffer.from(rows[0].wrapped_dek).equals(Buffer.from(rows[1].wrapped_dek))).toBe(false);
+  });
+});
+
+describe("keyed digests", () => {
+  test("the same for the same key, purpose and data; another for another key or purpose; never the plain SHA-256; sealed throws", () => {
+    const e = env();
+    const key = generateMasterKeyText();
+    const s = e.store({ secretsKey: key });
+    s.open();
+    const d = s.keyedDigest("builds.input-key", "tok-1234");
+    expect(d).toMatch(/^[0-9a-f]{64}$/);
+    expect(s.keyedDigest("builds.input-key", "tok-1234")).toBe(d);
+    expect(s.keyedDigest("other", "tok-1234")).not.toBe(d);
+    expect(d).not.toBe(createHash("sha256").update("tok-1234").digest("hex"));
+    const other = env().store({ secretsKey: generateMasterKeyText() });
+    other.open();
+    expect(other.keyedDigest("builds.input-key", "tok-1234")).not.toBe(d);
+    s.seal();
+    expectOpsError(() => s.keyedDigest("builds.input-key", "tok-1234"), "sealed", 503);
   });
 });
 

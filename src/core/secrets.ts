@@ -8,7 +8,7 @@
  * **sealed**: every call that needs a value throws `sealed` (503) and the rest of ops keeps
  * working. A wrong key is detected with the keyring's verifier, never by decrypting garbage.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync, renameSync, chmodSync } from "node:fs";
 import path from "node:path";
 import { eq, isNull, and, count } from "drizzle-orm";
@@ -186,6 +186,19 @@ export class SecretsStore {
   private masterKey(): { key: Buffer; id: string } {
     this.assertUnsealed();
     return { key: this.key as Buffer, id: this.keyId as string };
+  }
+
+  /**
+   * A digest of `data` that only this estate can compute: HMAC-SHA256 under a key derived from the
+   * master key for `purpose` (hex). For comparing secret values without storing them: a leaked
+   * database gives no way to test guesses. Changes when the master key rotates. Throws `sealed`.
+   */
+  keyedDigest(purpose: string, data: string | Uint8Array): string {
+    const { key } = this.masterKey();
+    const derived = Buffer.from(hkdfSync("sha256", key, Buffer.alloc(0), `ops keyed digest:${purpose}`, 32));
+    const out = createHmac("sha256", derived).update(data).digest("hex");
+    derived.fill(0);
+    return out;
   }
 
   /** Seal `plaintext` for `purpose` and store it; returns the value's id. Use inside the caller's tx. */

@@ -10,7 +10,7 @@ import { Alert, Link, navigate, when } from "../ui";
 import type { ProjectInfo } from "../frame";
 import type { Access } from "../access";
 import { Action } from "../widgets/guard";
-import { BuildBadge, buildSubject, duration, isFinal, type Build } from "../widgets/builds";
+import { BuildBadge, buildSubject, duration, isFinal, reusedFrom, type Build } from "../widgets/builds";
 
 interface LogLine {
   seq: number;
@@ -169,6 +169,7 @@ export function BuildPage(props: { project: ProjectInfo; id: string; access: Acc
   }
   if (!detail) return <p aria-busy="true">Loading the build…</p>;
   const b = detail.build;
+  const reused = reusedFrom(b);
   const cancellable = !isFinal(b.status) && b.status !== "deploying";
 
   return (
@@ -225,6 +226,14 @@ export function BuildPage(props: { project: ProjectInfo; id: string; access: Acc
               <code class="wrap">{b.image_ref}</code>
               {b.image_digest && <div class="muted wrap">{b.image_digest}</div>}
               {b.image_size_bytes != null && <div class="muted">{(b.image_size_bytes / 1024).toFixed(1)} KiB</div>}
+            </dd>
+          </>
+        )}
+        {reused && (
+          <>
+            <dt>Built by</dt>
+            <dd>
+              <Link href={`/projects/${slug}/builds/${reused.id}`}>build #{reused.id}</Link> ({reused.waiting ? "building it now: this build waits for its image" : "reused from it: the same inputs, so nothing was built here"})
             </dd>
           </>
         )}

@@ -10,7 +10,7 @@ import { Alert, Link, ago, navigate } from "../ui";
 import type { SectionProps } from "../frame";
 import { EnvironmentPicker } from "../widgets/environment-picker";
 import { Denied } from "../widgets/guard";
-import { BuildBadge, buildSubject, duration, isFinal, type Build } from "../widgets/builds";
+import { BuildBadge, buildSubject, duration, isFinal, reusedFrom, type Build } from "../widgets/builds";
 
 interface ServiceRow {
   name: string;
@@ -102,6 +102,7 @@ export function BuildList(props: SectionProps) {
                   </Link>
                   <div class="muted">
                     {b.trigger} · <time dateTime={b.queued_at} title={b.queued_at}>{ago(b.queued_at, now)}</time>
+                    {reusedFrom(b) && ` · ${reusedFrom(b)!.waiting ? "waiting for" : "reused from"} #${reusedFrom(b)!.id}`}
                   </div>
                 </td>
                 <td>

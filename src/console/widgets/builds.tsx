@@ -36,6 +36,17 @@ export interface Build {
   step_timings: StepTiming[];
 }
 
+/**
+ * The build whose image this one took or waits for, read from its `build` step's note (the API
+ * has no field for it: the server writes "reused image <digest> of build #N" or "waiting for the
+ * image of build #N" there, decision 0435); null when it built its own.
+ */
+export function reusedFrom(b: Pick<Build, "step_timings">): { id: number; waiting: boolean } | null {
+  const note = b.step_timings.findLast((s) => s.step === "build")?.note ?? "";
+  const m = /^(?:reused image \S+|waiting for the image) of build #(\d+)$/.exec(note);
+  return m ? { id: Number(m[1]), waiting: note.startsWith("waiting") } : null;
+}
+
 const FINAL = new Set(["healthy", "published", "failed", "rolled_back", "cancelled"]);
 
 export function isFinal(status: string): boolean {

@@ -5,6 +5,9 @@
  * signing with a note saying it was not deployed.
  */
 import type { Core } from "../../core/core";
+import { specOf, type ServiceSpec } from "../resources/service";
+import { serviceOf } from "./plan";
+import type { BuildRow } from "./rows";
 import type { DeploymentOfBuild } from "./model";
 
 /** What a deployer receives for a signed build. */
@@ -47,4 +50,16 @@ export function installBuildDeployer(core: Core, deployer: BuildDeployer): void 
 /** The installed deployer, or null. */
 export function buildDeployer(core: Core): BuildDeployer | null {
   return (core.locals.get(DEPLOYER) as BuildDeployer | undefined) ?? null;
+}
+
+/** Whether a signed build deploys, or why not (DESIGN §5 "Push to deploy"). */
+export function deployDecision(core: Core, row: BuildRow): { deploy: true } | { deploy: false; why: string } {
+  if (row.kind !== "image") return { deploy: false, why: "not deployed: not an image build" };
+  if (!buildDeployer(core)) return { deploy: false, why: "not deployed: no deployer is installed in this server" };
+  const service = serviceOf(core, row);
+  if (!service) return { deploy: false, why: "not deployed: the service no longer exists" };
+  const spec = specOf<ServiceSpec>(service);
+  if (spec.source?.repo !== row.repo) return { deploy: false, why: `not deployed: the service no longer builds from ${row.repo}` };
+  if (spec.replicas === 0) return { deploy: false, why: "not deployed: the service runs 0 replicas" };
+  return { deploy: true };
 }

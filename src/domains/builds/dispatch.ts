@@ -24,6 +24,13 @@ import { WORKING_STATES, type BuildState } from "./model";
 
 export const STEP_ITEM = "builds.step";
 
+/**
+ * Builds that hold a builder: a working state, except a build parked in `building` while another
+ * build with the same inputs makes its image (reuse.ts): it runs nothing, and counting it could
+ * leave its leader queued behind it.
+ */
+const holdsBuilder = and(inArray(builds.status, [...WORKING_STATES]), sql`not (${builds.status} = 'building' and ${builds.reuseOf} is not null)`);
+
 export interface StepPayload {
   build: number;
   state: BuildState;
@@ -72,7 +79,7 @@ export function pickNext(q: Queryable, free = Number.POSITIVE_INFINITY): { id: n
     q
       .select({ projectId: builds.projectId, n: sql<number>`count(*)` })
       .from(builds)
-      .where(and(inArray(builds.projectId, projects), inArray(builds.status, [...WORKING_STATES])))
+      .where(and(inArray(builds.projectId, projects), holdsBuilder))
       .groupBy(builds.projectId)
       .all()
       .map((r) => [r.projectId, r.n]),
@@ -87,9 +94,9 @@ export function pickNext(q: Queryable, free = Number.POSITIVE_INFINITY): { id: n
   return { id: oldest.get(best)!, projectId: best };
 }
 
-/** Builds in a working state now. */
+/** Builds that hold a builder now (see `holdsBuilder`). */
 export function workingCount(q: Queryable): number {
-  return q.select({ n: sql<number>`count(*)` }).from(builds).where(inArray(builds.status, [...WORKING_STATES])).get()?.n ?? 0;
+  return q.select({ n: sql<number>`count(*)` }).from(builds).where(holdsBuilder).get()?.n ?? 0;
 }
 
 /**
@@ -107,8 +114,10 @@ export function dispatchBuilds(core: Core): number[] {
       const seq = (t.select({ n: sql<number>`coalesce(max(${builds.dispatchSeq}), 0)` }).from(builds).get()?.n ?? 0) + 1;
       // Both kinds of build start with `clone`: its timing opens with the state.
       const now = core.clock.now();
-      const timings = timingsOf(t.select({ stepTimings: builds.stepTimings }).from(builds).where(eq(builds.id, next.id)).get() ?? { stepTimings: "[]" });
-      const set = { status: "cloning" as const, startedAt: now, dispatchSeq: seq, stepTimings: JSON.stringify([...timings, { step: "clone", startedAt: now }]) };
+      const was = t.select({ stepTimings: builds.stepTimings, startedAt: builds.startedAt }).from(builds).where(eq(builds.id, next.id)).get();
+      const timings = timingsOf(was ?? { stepTimings: "[]" });
+      // A build queued again (its image's other build did not make one: reuse.ts) keeps its start.
+      const set = { status: "cloning" as const, startedAt: was?.startedAt ?? now, dispatchSeq: seq, stepTimings: JSON.stringify([...timings, { step: "clone", startedAt: now }]) };
       started.push({ id: next.id, item: enqueueStep(core, t, next.id, "cloning", { startNow: true, opened: true, set }) });
       free--;
     }

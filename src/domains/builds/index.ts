@@ -5,7 +5,8 @@
  * `ops serve` it generates the estate's image-signing key (keys/signing.pem) when there is none,
  * and settles builds a stopped server left running before the scheduler starts. On close,
  * running process steps are stopped and their builds recorded as failed.
- * Decisions: docs/decisions/0414-builds.md, 0410-builder-images-signing.md and 0430-push-feedback.md.
+ * Decisions: docs/decisions/0414-builds.md, 0410-builder-images-signing.md, 0430-push-feedback.md and
+ * 0435-one-build-per-commit.md (environments with the same build inputs share one image: reuse.ts).
  */
 import type { DomainModule } from "../../core/core";
 import { PUSH } from "../sources/service";

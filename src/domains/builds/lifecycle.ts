@@ -146,7 +146,20 @@ export function endBuildIn(core: Core, t: Tx, buildId: number, from: readonly st
   return updated;
 }
 
-/** After a build ended: its work dir goes, the host hears the verdict, a queued build may start. */
+const ENDED = "builds.ended";
+
+/**
+ * Install what runs after every build's end (reuse.ts: builds waiting for this one's image move
+ * on). An installed hook rather than an import: reuse.ts ends builds through this file.
+ */
+export function onBuildEnded(core: Core, fn: (core: Core, row: BuildRow) => Promise<void>): void {
+  core.locals.set(ENDED, fn);
+}
+
+/**
+ * After a build ended: its work dir goes, the host hears the verdict, a queued build may start,
+ * and builds waiting for its image move on.
+ */
 export async function afterEnd(core: Core, row: BuildRow): Promise<void> {
   try {
     await releaseBuildDisk(core, row.id);
@@ -156,4 +169,6 @@ export async function afterEnd(core: Core, row: BuildRow): Promise<void> {
   }
   dispatchBuilds(core);
   await reportToHost(core, row.id);
+  const ended = core.locals.get(ENDED) as ((core: Core, row: BuildRow) => Promise<void>) | undefined;
+  if (ended) await ended(core, row);
 }

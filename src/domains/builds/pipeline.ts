@@ -27,18 +27,18 @@ import { tx, type Tx } from "../../core/db/client";
 import { schedulerItems } from "../../core/tables";
 import { OpsError } from "../../core/errors";
 import type { ItemContext } from "../../core/scheduler";
-import { specOf, type ServiceSpec } from "../resources/service";
 import { builds, buildLogLines } from "./tables";
 import { buildById, buildsIn, timingsOf, type BuildRow, type StepName, type StoredTiming } from "./rows";
 import { WORKING_STATES, type BuildState } from "./model";
 import { STEP_ITEM, dispatchBuilds, enqueueStep, type StepPayload } from "./dispatch";
 import { NO_CHECKS, STEPS, type StepDef, type StepDone } from "./steps";
 import { publishStateAfter, publishStepOf } from "./publish";
-import { StepFailure, parsePlan, serviceOf } from "./plan";
+import { StepFailure, parsePlan } from "./plan";
 import { appendLines, openBuildLog, type BuildLog } from "./log";
 import { reportToHost } from "./host";
 import { releaseBuildDisk } from "./disk";
-import { buildDeployer, type DeployableBuild } from "./deployer";
+import { buildDeployer, deployDecision, type DeployableBuild } from "./deployer";
+import { afterPark, installReuse, isParked, parkIn, releaseFollowers, releaseParked } from "./reuse";
 import { abortLive, afterEnd, closeTiming, endBuild, endBuildIn, hasOpenTiming, liveSteps, openTiming, workDirOf, type LiveStep } from "./lifecycle";
 
 export const PRUNE_TASK = "builds.prune-logs";
@@ -47,6 +47,7 @@ const KEEP_NEWEST_LOGS = 5;
 
 /** Register the step item and the log retention task. */
 export function defineBuildJobs(core: Core): void {
+  installReuse(core);
   core.scheduler.defineItem(STEP_ITEM, (payload, item) => runStepItem(core, payload as StepPayload, item), { maxAttempts: 1 });
   core.scheduler.defineTask(PRUNE_TASK, "23 3 * * *", () => {
     pruneBuildLogs(core);
@@ -118,6 +119,8 @@ async function runStepItem(core: Core, payload: StepPayload, item: ItemContext):
   // The hand-over: the next step's item (committed with this step's result) starts in this turn
   // rather than when a timer and a search for due work find it.
   if (next) core.scheduler.startNow(next);
+  // A signed image: builds with the same inputs waiting for it take it now.
+  if (def.state === "signing" && row.kind === "image") await releaseFollowers(core, row.id);
 }
 
 /**
@@ -144,18 +147,6 @@ function stepDefOf(row: Pick<BuildRow, "kind" | "status" | "stepTimings">): Step
 function stepOpening(kind: BuildRow["kind"], state: BuildState, timings: StoredTiming[]): StepName | null {
   if (state === "deploying") return "deploy";
   return stepDefOf({ kind, status: state, stepTimings: JSON.stringify(timings) })?.step ?? null;
-}
-
-/** Whether a signed build deploys, or why not (DESIGN §5 "Push to deploy"). */
-function deployDecision(core: Core, row: BuildRow): { deploy: true } | { deploy: false; why: string } {
-  if (row.kind !== "image") return { deploy: false, why: "not deployed: not an image build" };
-  if (!buildDeployer(core)) return { deploy: false, why: "not deployed: no deployer is installed in this server" };
-  const service = serviceOf(core, row);
-  if (!service) return { deploy: false, why: "not deployed: the service no longer exists" };
-  const spec = specOf<ServiceSpec>(service);
-  if (spec.source?.repo !== row.repo) return { deploy: false, why: `not deployed: the service no longer builds from ${row.repo}` };
-  if (spec.replicas === 0) return { deploy: false, why: "not deployed: the service runs 0 replicas" };
-  return { deploy: true };
 }
 
 /** `fn` in one transaction with the step's last log lines (the writer is closed). */
@@ -208,6 +199,11 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
     }
     const recorded = { ...result.set, stepTimings: JSON.stringify(timings) };
     const recordRow = () => t.update(builds).set(recorded).where(eq(builds.id, buildId)).run();
+    // Another build makes this one's image (reuse.ts): it waits for it, holding no builder.
+    if (result.follow !== undefined && !row.cancelRequested) {
+      parkIn(t, buildId, result.follow, closeTiming(core, timingsOf(row), def.step, { ok: true, note: result.note }), core.clock.now(), result.set ?? {});
+      return { parked: result.follow as number };
+    }
     if (row.cancelRequested) {
       recordRow();
       return { ended: endBuildIn(core, t, buildId, from, { status: "cancelled" }) };
@@ -231,6 +227,10 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
     return { ended: endBuildIn(core, t, buildId, from, { status: "healthy", more: [{ step: "deploy", startedAt: now, finishedAt: now, note: decision.why }] }) };
   });
   if (!moved) return null;
+  if ("parked" in moved && moved.parked !== undefined) {
+    await afterPark(core, buildId, moved.parked);
+    return null;
+  }
   if ("ended" in moved && moved.ended?.status === "healthy") {
     const note = timingsOf(moved.ended).at(-1)?.note;
     if (note) appendLines(core, buildId, "deploy", [["info", note]]);
@@ -336,7 +336,8 @@ async function recoverBuild(core: Core, row: BuildRow, why: string): Promise<voi
  */
 export async function recoverBuilds(core: Core): Promise<void> {
   // A step whose item no worker took yet needs nothing: the scheduler runs it.
-  const stale = buildsIn(core.db, WORKING_STATES).filter((r) => !r.stepItem || core.db.select({ state: schedulerItems.state }).from(schedulerItems).where(eq(schedulerItems.id, r.stepItem)).get()?.state !== "pending");
+  // A build parked on another's image runs nothing (reuse.ts): it moves on with its leader.
+  const stale = buildsIn(core.db, WORKING_STATES).filter((r) => !isParked(r)).filter((r) => !r.stepItem || core.db.select({ state: schedulerItems.state }).from(schedulerItems).where(eq(schedulerItems.id, r.stepItem)).get()?.state !== "pending");
   for (const row of stale) await recoverBuild(core, row, "found at start-up");
   if (stale.length > 0) core.log.warn("builds a stopped server left running were settled", { builds: stale.map((r) => `${r.id}:${r.status}`) });
   const deployer = buildDeployer(core);
@@ -351,6 +352,7 @@ export async function recoverBuilds(core: Core): Promise<void> {
     }
     // A handed-over build waits for the deployer's own recovery to give its verdict.
   }
+  await releaseParked(core);
   dispatchBuilds(core);
 }
 

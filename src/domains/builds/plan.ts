@@ -8,8 +8,9 @@
  * paths are repository-relative, so the Dockerfile is made relative to the context for buildah.
  *
  * Build variables: every variable of the service's env group (the secret-group resource of the
- * same environment its spec names), decrypted only for the step that needs them and never stored;
- * secret ones are masked in the log. Then ops's own `OPS_*` (project, environment, service,
+ * same environment its spec names), decrypted only for the step that needs them and never stored
+ * (the clone step reads them for the build's input key, which keeps only a keyed digest:
+ * decision 0435); secret ones are masked in the log. Then ops's own `OPS_*` (project, environment, service,
  * commit, branch, build id), which the group cannot override. A service without an env group
  * builds with ops's variables only.
  */

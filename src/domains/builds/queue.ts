@@ -21,6 +21,7 @@ import { dispatchBuilds } from "./dispatch";
 import { reportToHost } from "./host";
 import { abortLive, afterEnd, endBuildIn } from "./lifecycle";
 import { appendLines } from "./log";
+import { isParked } from "./reuse";
 import type { BuildResponse, CreateBuildRequest } from "./model";
 
 const ZERO_SHA = /^0+$/;
@@ -104,7 +105,9 @@ export async function environmentBranch(core: Core, source: Pick<SourceRow, "rep
  * that builds from the repository and follows that branch: its `source.branch`, else the
  * environment's branch (a branch named like the environment), else the repository's default
  * branch — the order a manual build's branch follows. A release tag queues a publish build
- * (onTagPush). Other tags and deleted refs queue nothing.
+ * (onTagPush). Other tags and deleted refs queue nothing. Returns every build queued: each
+ * environment gets its own, even when one of them will reuse another's image (reuse.ts, decision
+ * 0435: builds with the same inputs run the builder once).
  */
 export async function onPush(core: Core, ev: PushEvent): Promise<number[]> {
   if (ev.ref.startsWith("refs/tags/")) return onTagPush(core, ev);
@@ -245,12 +248,18 @@ export async function cancelBuild(core: Core, project: ProjectRef, id: number, a
       auditAllowed(core, t, actor, "builds.run", `build:${id}`, where, { op: "cancel", was: "queued" });
       return { status: 200 as const, row: ended };
     }
+    if (isParked(row)) {
+      // Waiting for another build's image (reuse.ts): nothing of its own runs, so it ends now.
+      const ended = endBuildIn(core, t, id, ["building"], { status: "cancelled", step: "build", ok: false, note: "cancelled" })!;
+      auditAllowed(core, t, actor, "builds.run", `build:${id}`, where, { op: "cancel", was: row.status });
+      return { status: 202 as const, row: ended };
+    }
     t.update(builds).set({ cancelRequested: true }).where(eq(builds.id, id)).run();
     auditAllowed(core, t, actor, "builds.run", `build:${id}`, where, { op: "cancel", was: row.status });
     return { status: 202 as const, row: buildById(t, id)! };
   });
   appendLines(core, id, out.row.status === "cancelled" ? "queue" : stepOfRow(out.row), [["warn", `cancel requested by ${who}`]]);
-  if (out.status === 200) await afterEnd(core, out.row);
+  if (out.row.status === "cancelled") await afterEnd(core, out.row);
   else abortLive(core, id, "cancel");
   return { status: out.status, build: toBuildResponse(out.row) };
 }

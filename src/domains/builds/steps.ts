@@ -29,6 +29,7 @@ import { signImage } from "./signing";
 import { scanImageFiles, describeHits } from "./secret-scan";
 import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
 import { cacheDirOf, reachableDir } from "./lifecycle";
+import { claimInputs, rekeyInputs } from "./reuse";
 import { attachBuildDisk, diskFullNote, releaseBuildDisk } from "./disk";
 import { projectIdentity, sandboxNetworkOf } from "../../adapters/sandbox";
 import type { BuildLog } from "./log";
@@ -50,7 +51,9 @@ export interface StepDone {
   note?: string;
   /** The step did not run (no timing `ok`; the note says why). */
   skipped?: boolean;
-  set?: Partial<Pick<BuildRow, "plan" | "cacheHit" | "imageRef" | "imageDigest" | "imageSizeBytes">>;
+  /** The clone found a build with the same inputs: this one waits for its image (reuse.ts). */
+  follow?: number;
+  set?: Partial<Pick<BuildRow, "plan" | "cacheHit" | "imageRef" | "imageDigest" | "imageSizeBytes" | "inputKey" | "inputParts">>;
 }
 
 export const dirs = (workDir: string) => ({ src: path.join(workDir, "src"), work: path.join(workDir, "work"), image: path.join(workDir, "image"), scan: path.join(workDir, "scan") });
@@ -139,6 +142,8 @@ async function clone(ctx: StepContext): Promise<StepDone> {
   } else {
     log.add("clone", "info", `container build of ${path.posix.join(plan.context, plan.dockerfile!)} (context ${plan.context}, port ${plan.port})`);
   }
+  const claim = await claimInputs(core, row, plan, (level, text) => log.add("clone", level, text));
+  if ("follow" in claim) return { note: `same inputs as build #${claim.follow}`, follow: claim.follow, set: { plan: JSON.stringify(plan) } };
   return { set: { plan: JSON.stringify(plan) } };
 }
 
@@ -224,14 +229,14 @@ async function build(ctx: StepContext): Promise<StepDone> {
     const failed = outcomeOf(res, ctx);
     if (failed) return failed;
     recordResolutions(ctx, plan);
-    return { note: "buildah", set: { cacheHit: res.cacheHit } };
+    return { note: "buildah", set: { cacheHit: res.cacheHit, ...(await rekeyInputs(core, row, plan, vars, (text) => ctx.log.add("build", "warn", text))) } };
   }
   const res = await runNativeBuild({ ...nativeBase(ctx, plan, vars), checks: [], build: plan.build, output: plan.output }, { onLine: lineSink(ctx), signal: ctx.signal, now: () => core.clock.now() });
   const failed = outcomeOf(res, ctx);
   if (failed) return failed;
   recordResolutions(ctx, plan);
   const hit = res.cacheHit === null ? "no dependency cache used" : `dependency cache ${res.cacheHit === 1 ? "reused" : "filled"}`;
-  return { note: `${plan.build.length} command(s); ${hit}`, set: { cacheHit: res.cacheHit } };
+  return { note: `${plan.build.length} command(s); ${hit}`, set: { cacheHit: res.cacheHit, ...(await rekeyInputs(core, row, plan, vars, (text) => ctx.log.add("build", "warn", text))) } };
 }
 
 /**

@@ -57,6 +57,15 @@ export const builds = sqliteTable(
     dispatchSeq: integer("dispatch_seq"),
     /** The build this one retries. */
     retryOf: integer("retry_of"),
+    /**
+     * What goes into the image, as one digest (decision 0435): commit, service, the build spec as
+     * resolved for the environment, the build variables' values (keyed digest), builder. Set at clone.
+     */
+    inputKey: text("input_key"),
+    /** JSON: a digest per part of `input_key` (`spec`, `variables`, `builder`), to say which part differs. */
+    inputParts: text("input_parts"),
+    /** The build whose image this one reuses (or waits for): its steps did not run here. */
+    reuseOf: integer("reuse_of"),
     /** Set once the deployer recorded the rollout of this build (`deploying` then waits for the verdict). */
     deployHandedAt: integer("deploy_handed_at"),
     /** Lines stored in build_log_lines. */
@@ -65,6 +74,7 @@ export const builds = sqliteTable(
   (t) => [
     index("builds_project_env").on(t.projectId, t.environment, t.service, t.id),
     index("builds_status").on(t.status),
+    index("builds_input_key").on(t.projectId, t.inputKey),
   ],
 );
 

@@ -155,6 +155,9 @@ function buildText(b: BuildResponse): string {
     const note = b.step_timings.map((s) => s.note).filter(Boolean).at(-1);
     return `Built and signed ${shortDigest(b.image_digest ?? "")}${note ? `; ${note}` : ""}`;
   }
+  // A build that waits for another's image with the same inputs says so (builds decision 0435).
+  const waiting = b.status === "building" ? b.step_timings.findLast((s) => s.step === "build" && !s.finished_at)?.note : null;
+  if (waiting?.startsWith("waiting for the image of build #")) return `Building: ${waiting}`;
   return BUILD_TEXT[b.status] ?? b.status;
 }
 
