@@ -5,7 +5,8 @@
  * start-up: the push step runs again from the work dir (the build ends healthy), the build step,
  * whose processes died with the server, fails `internal` saying so, the untaken scan simply runs;
  * the item the first server left behind is stale and does nothing.
- * Also: a server that starts draining stops a running build command and records the build as failed.
+ * Also: a server that starts draining stops a running build command and records the build as failed;
+ * a build parked on another's image (decision 0435) is not settled as a stale step at start-up.
  * (test/builds-restart.test.ts does the same with SIGKILL on a real `ops serve`.)
  */
 import { describe, test, expect, afterAll } from "bun:test";
@@ -100,4 +101,38 @@ describe("builds across a stop", () => {
     expect(row).toMatchObject({ status: "failed", failureKind: "internal" });
     expect(row.error).toContain("ops shut down during the build step");
   }, 60_000);
+
+  test("a build parked on another's image is no stale step: after a restart it moves on with its leader (decision 0435)", async () => {
+    const env = { OPS_BUILD_CONCURRENCY: "3" };
+    const dir = buildsDataDir();
+    const before = await buildsApp(env, { dataDir: dir });
+    const v = await buildWorld(before, { environments: ["production", "staging"] });
+    try {
+      await v.local.commit(SAMPLE_APP, "Shared");
+      await v.local.push("main");
+      const ids = before.core.db.select({ id: builds.id }).from(builds).all().map((r) => r.id);
+      expect(ids).toHaveLength(2);
+      expect(await step(before, ids[0]!)).toBe("checks");
+      expect(await step(before, ids[1]!)).toBe("building");
+      expect(getBuildRow(before.core, v.ctx.slug, ids[1]!)).toMatchObject({ reuseOf: ids[0], stepItem: null });
+      await before.close();
+
+      const after = await buildsApp(env, { dataDir: dir });
+      try {
+        await buildsModule.onServe!(after.core);
+        expect(getBuildRow(after.core, v.ctx.slug, ids[1]!)).toMatchObject({ status: "building", reuseOf: ids[0] });
+        await drain(after);
+        const [leader, follower] = ids.map((id) => getBuildRow(after.core, v.ctx.slug, id)!);
+        expect([leader!.status, follower!.status]).toEqual(["healthy", "healthy"]);
+        expect(follower!.imageDigest).toBe(leader!.imageDigest);
+        const notes = (JSON.parse(follower!.stepTimings) as Array<{ step: string; note?: string }>).map((s) => `${s.step}: ${s.note ?? ""}`);
+        expect(notes).toContain(`build: reused image ${leader!.imageDigest} of build #${leader!.id}`);
+      } finally {
+        await after.close();
+      }
+    } finally {
+      v.local.remove();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
