@@ -38,7 +38,7 @@ import { appendLines, openBuildLog, type BuildLog } from "./log";
 import { reportToHost } from "./host";
 import { releaseBuildDisk } from "./disk";
 import { buildDeployer, deployDecision, type DeployableBuild } from "./deployer";
-import { afterPark, installReuse, isParked, parkIn, releaseFollowers, releaseParked } from "./reuse";
+import { afterPark, decideClaimIn, installReuse, isParked, parkIn, releaseFollowers, releaseParked } from "./reuse";
 import { abortLive, afterEnd, closeTiming, endBuild, endBuildIn, hasOpenTiming, liveSteps, openTiming, workDirOf, type LiveStep } from "./lifecycle";
 
 export const PRUNE_TASK = "builds.prune-logs";
@@ -186,6 +186,7 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
     if (ended) await afterEnd(core, ended);
     return null;
   }
+  let said: string | null = null;
   const moved = record((t) => {
     const row = buildById(t, buildId);
     if (!row || row.status !== def.state) return null;
@@ -199,11 +200,14 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
     }
     const recorded = { ...result.set, stepTimings: JSON.stringify(timings) };
     const recordRow = () => t.update(builds).set(recorded).where(eq(builds.id, buildId)).run();
-    // Another build makes this one's image (reuse.ts): it waits for it, holding no builder.
-    if (result.follow !== undefined && !row.cancelRequested) {
-      parkIn(t, buildId, result.follow, closeTiming(core, timingsOf(row), def.step, { ok: true, note: result.note }), core.clock.now(), result.set ?? {});
-      return { parked: result.follow as number };
+    // The clone claims its inputs (reuse.ts); a build that another one's image serves waits for
+    // it, holding no builder.
+    const claimed = result.claim && !row.cancelRequested ? decideClaimIn(t, row, result.claim) : null;
+    if (claimed && "follow" in claimed) {
+      parkIn(t, buildId, claimed.follow, closeTiming(core, timingsOf(row), def.step, { ok: true, note: `same inputs as build #${claimed.follow}` }), core.clock.now(), result.set ?? {});
+      return { parked: claimed.follow, line: claimed.line };
     }
+    if (claimed?.line) said = claimed.line;
     if (row.cancelRequested) {
       recordRow();
       return { ended: endBuildIn(core, t, buildId, from, { status: "cancelled" }) };
@@ -227,7 +231,9 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
     return { ended: endBuildIn(core, t, buildId, from, { status: "healthy", more: [{ step: "deploy", startedAt: now, finishedAt: now, note: decision.why }] }) };
   });
   if (!moved) return null;
+  if (said) appendLines(core, buildId, "clone", [["info", said]]);
   if ("parked" in moved && moved.parked !== undefined) {
+    appendLines(core, buildId, "clone", [["info", moved.line!]]);
     await afterPark(core, buildId, moved.parked);
     return null;
   }

@@ -2,7 +2,8 @@
  * One build per set of inputs (docs/decisions/0435): when production and staging both follow
  * `main`, a push queues a build in each, and only one of them runs the build. Each image build's
  * clone step computes its input key (the commit, the service, the build spec as resolved for its
- * environment, the build variables' values as a keyed digest, the builder) and claims it:
+ * environment, the build variables' values as a keyed digest, the builder), and the transaction
+ * that records the step claims it:
  *
  * - a finished build with the same key whose signed image is still in the registry: reused now;
  * - a build with the same key still working (its leader): this one parks in `building` (holding
@@ -107,9 +108,24 @@ export function isParked(row: Pick<BuildRow, "status" | "reuseOf" | "stepItem">)
   return row.status === "building" && row.reuseOf !== null && row.stepItem === null;
 }
 
-export type Claim = { follow: number } | { lead: true };
+/**
+ * What the clone step found about its inputs, decided in the transaction that records the step
+ * (`decideClaimIn`): its key, a finished build whose signed image was verified for reuse, and
+ * what to say when another build of the commit has other inputs.
+ */
+export interface ClaimDraft {
+  key: string;
+  parts: InputKey["parts"];
+  donor: { id: number; environment: string; digest: string } | null;
+  /** "build #N (staging) of this commit has other inputs (build variables)", or null. */
+  other: string | null;
+}
 
-const sameKey = (row: Pick<BuildRow, "id" | "projectId">, key: string) => and(eq(builds.projectId, row.projectId), eq(builds.inputKey, key), ne(builds.id, row.id), eq(builds.kind, "image"));
+export type ClaimDecision = { follow: number; line: string } | { lead: true; line: string | null };
+
+/** Other image builds with this input key (the key covers the commit: the index on project and commit finds them). */
+const sameKey = (row: Pick<BuildRow, "id" | "projectId" | "commitSha">, key: string) =>
+  and(eq(builds.projectId, row.projectId), eq(builds.commitSha, row.commitSha), eq(builds.inputKey, key), ne(builds.id, row.id), eq(builds.kind, "image"));
 
 /** What differs between two builds' inputs, in words. */
 function differences(a: InputKey["parts"], b: InputKey["parts"]): string {
@@ -118,69 +134,60 @@ function differences(a: InputKey["parts"], b: InputKey["parts"]): string {
 }
 
 /**
- * A build's claim of its input key (see the file comment): follow a build with the same key,
- * or lead. Logs the decision on the `clone` step. The choice between leading and following a
- * working build is one transaction, so of two builds that claim at once one leads.
+ * The clone step's look at its inputs (reads only; see the file comment). Null when the build
+ * variables cannot be read now (a sealed store, a deleted group): the build leads uncompared and
+ * the step that needs them fails as before.
  */
-async function claimKey(core: Core, row: BuildRow, ik: InputKey, log: (level: "info" | "warn", text: string) => void): Promise<Claim> {
-  const parts = JSON.stringify(ik.parts);
-  // The newest signed image of these inputs, named after the build that made it when it is there.
-  const signed = core.db.select().from(builds).where(sameKey(row, ik.key)).orderBy(desc(builds.id)).all().filter(hasSignedImage);
-  const donor = signed.find((b) => b.reuseOf === null) ?? signed[0];
-  if (donor) {
-    const check = await verifyImageSignature(core, `${donor.project}/${donor.service}`, donor.imageDigest!);
-    if (check.ok) {
-      core.db.update(builds).set({ inputKey: ik.key, inputParts: parts, reuseOf: donor.id }).where(eq(builds.id, row.id)).run();
-      log("info", `same inputs as build #${donor.id} (${donor.environment || "no environment"}), whose signed image ${donor.imageDigest} is reused: nothing is built here`);
-      return { follow: donor.id };
-    }
-    log("warn", `build #${donor.id} had the same inputs, but its image cannot be used (${check.reason}): building here`);
-  }
-  const leader = tx(core.db, (t) => {
-    const found = t
-      .select()
-      .from(builds)
-      .where(and(sameKey(row, ik.key), isNull(builds.reuseOf), inArray(builds.status, LEADING_STATES)))
-      .orderBy(asc(builds.id))
-      .get();
-    t.update(builds)
-      .set({ inputKey: ik.key, inputParts: parts, reuseOf: found?.id ?? null })
-      .where(eq(builds.id, row.id))
-      .run();
-    return found ?? null;
-  });
-  if (leader) {
-    log("info", `same inputs as build #${leader.id} (${leader.environment}), which is building them: this build waits for its signed image instead of building`);
-    return { follow: leader.id };
-  }
-  // Say why another build of this commit and service is not reused.
-  const other = core.db
-    .select()
-    .from(builds)
-    .where(and(eq(builds.projectId, row.projectId), eq(builds.service, row.service), eq(builds.commitSha, row.commitSha), eq(builds.kind, "image"), ne(builds.id, row.id), isNotNull(builds.inputParts), ne(builds.inputKey, ik.key)))
-    .orderBy(desc(builds.id))
-    .get();
-  if (other) {
-    const theirs = JSON.parse(other.inputParts!) as InputKey["parts"];
-    log("info", `building here: build #${other.id} (${other.environment}) of this commit has other inputs (${differences(theirs, ik.parts)}), so its image is not reused`);
-  }
-  return { lead: true };
-}
-
-/**
- * The clone step's claim (see `claimKey`). Variables that cannot be read now (a sealed store, a
- * deleted group) leave the build leading, uncompared: the step that needs them fails as before.
- */
-export async function claimInputs(core: Core, row: BuildRow, plan: BuildPlan, log: (level: "info" | "warn", text: string) => void): Promise<Claim> {
+export async function prepareClaim(core: Core, row: BuildRow, plan: BuildPlan, log: (level: "info" | "warn", text: string) => void): Promise<ClaimDraft | null> {
   let vars: BuildVariable[];
   try {
     vars = buildVariables(core, row);
   } catch (e) {
     if (!(e instanceof StepFailure)) throw e;
     log("warn", `the build variables cannot be read now (${e.message}): this build's inputs are not compared with other builds'`);
-    return { lead: true };
+    return null;
   }
-  return claimKey(core, row, await inputKeyOf(core, row, plan, vars), log);
+  const ik = await inputKeyOf(core, row, plan, vars);
+  // The newest signed image of these inputs, named after the build that made it when it is there.
+  const signed = core.db.select().from(builds).where(sameKey(row, ik.key)).orderBy(desc(builds.id)).all().filter(hasSignedImage);
+  let donor: ClaimDraft["donor"] = null;
+  const candidate = signed.find((b) => b.reuseOf === null) ?? signed[0];
+  if (candidate) {
+    const check = await verifyImageSignature(core, `${candidate.project}/${candidate.service}`, candidate.imageDigest!);
+    if (check.ok) donor = { id: candidate.id, environment: candidate.environment, digest: candidate.imageDigest! };
+    else log("warn", `build #${candidate.id} had the same inputs, but its image cannot be used (${check.reason}): it is not reused`);
+  }
+  const other = core.db
+    .select()
+    .from(builds)
+    .where(and(eq(builds.projectId, row.projectId), eq(builds.service, row.service), eq(builds.commitSha, row.commitSha), eq(builds.kind, "image"), ne(builds.id, row.id), isNotNull(builds.inputParts), ne(builds.inputKey, ik.key)))
+    .orderBy(desc(builds.id))
+    .get();
+  const otherLine = other ? `build #${other.id} (${other.environment}) of this commit has other inputs (${differences(JSON.parse(other.inputParts!) as InputKey["parts"], ik.parts)}), so its image is not reused` : null;
+  return { key: ik.key, parts: ik.parts, donor, other: otherLine };
+}
+
+/**
+ * The claim, inside the transaction that records the clone step: follow the verified donor, else
+ * a build with the same key that makes its own image and still works, else lead. Records the key
+ * on the row. Transactions are serialized, so of two builds that claim at once one leads.
+ */
+export function decideClaimIn(t: Tx, row: Pick<BuildRow, "id" | "projectId" | "commitSha">, draft: ClaimDraft): ClaimDecision {
+  const buildId = row.id;
+  const set = (reuseOf: number | null) => t.update(builds).set({ inputKey: draft.key, inputParts: JSON.stringify(draft.parts), reuseOf }).where(eq(builds.id, buildId)).run();
+  if (draft.donor) {
+    set(draft.donor.id);
+    return { follow: draft.donor.id, line: `same inputs as build #${draft.donor.id} (${draft.donor.environment || "no environment"}), whose signed image ${draft.donor.digest} is reused: nothing is built here` };
+  }
+  const leader = t
+    .select()
+    .from(builds)
+    .where(and(sameKey(row, draft.key), isNull(builds.reuseOf), inArray(builds.status, LEADING_STATES)))
+    .orderBy(asc(builds.id))
+    .get();
+  set(leader?.id ?? null);
+  if (leader) return { follow: leader.id, line: `same inputs as build #${leader.id} (${leader.environment}), which is building them: this build waits for its signed image instead of building` };
+  return { lead: true, line: draft.other ? `building here: ${draft.other}` : null };
 }
 
 /**

@@ -29,7 +29,7 @@ import { signImage } from "./signing";
 import { scanImageFiles, describeHits } from "./secret-scan";
 import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
 import { cacheDirOf, reachableDir } from "./lifecycle";
-import { claimInputs, rekeyInputs } from "./reuse";
+import { prepareClaim, rekeyInputs, type ClaimDraft } from "./reuse";
 import { attachBuildDisk, diskFullNote, releaseBuildDisk } from "./disk";
 import { projectIdentity, sandboxNetworkOf } from "../../adapters/sandbox";
 import type { BuildLog } from "./log";
@@ -51,8 +51,8 @@ export interface StepDone {
   note?: string;
   /** The step did not run (no timing `ok`; the note says why). */
   skipped?: boolean;
-  /** The clone found a build with the same inputs: this one waits for its image (reuse.ts). */
-  follow?: number;
+  /** The clone's look at its inputs, claimed when the step is recorded (reuse.ts). */
+  claim?: ClaimDraft;
   set?: Partial<Pick<BuildRow, "plan" | "cacheHit" | "imageRef" | "imageDigest" | "imageSizeBytes" | "inputKey" | "inputParts">>;
 }
 
@@ -142,9 +142,8 @@ async function clone(ctx: StepContext): Promise<StepDone> {
   } else {
     log.add("clone", "info", `container build of ${path.posix.join(plan.context, plan.dockerfile!)} (context ${plan.context}, port ${plan.port})`);
   }
-  const claim = await claimInputs(core, row, plan, (level, text) => log.add("clone", level, text));
-  if ("follow" in claim) return { note: `same inputs as build #${claim.follow}`, follow: claim.follow, set: { plan: JSON.stringify(plan) } };
-  return { set: { plan: JSON.stringify(plan) } };
+  const claim = await prepareClaim(core, row, plan, (level, text) => log.add("clone", level, text));
+  return { set: { plan: JSON.stringify(plan) }, ...(claim ? { claim } : {}) };
 }
 
 function lineSink(ctx: StepContext): (l: BuildLine) => void {

@@ -74,7 +74,8 @@ export const builds = sqliteTable(
   (t) => [
     index("builds_project_env").on(t.projectId, t.environment, t.service, t.id),
     index("builds_status").on(t.status),
-    index("builds_input_key").on(t.projectId, t.inputKey),
+    // A commit has a handful of builds: reuse.ts finds same-input builds through it.
+    index("builds_project_commit").on(t.projectId, t.commitSha),
   ],
 );
 
