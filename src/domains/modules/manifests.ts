@@ -96,6 +96,7 @@ export function readCrateHalf(text: string, ctx: HalfContext): ReadHalf {
   for (const [k, v] of Object.entries(pkg)) {
     if (k !== "version" && isTable(v) && v.workspace === true) problems.push(`${file} inherits package.${k} from a workspace; a module's crate must stand alone (write the value)`);
   }
+  problems.push(...pathsOutside(doc, file));
   pkg.name = crateNameOf(ctx.project, ctx.module);
   pkg.version = ctx.version;
   // The registry list names the client's registries, not ops's: packaging ignores it.
@@ -146,6 +147,32 @@ export function readCrateHalf(text: string, ctx: HalfContext): ReadHalf {
     leftOut: null,
     problems,
   };
+}
+
+/**
+ * Manifest keys that name files cargo reads into the crate (`readme`, `license-file`, a build
+ * script, targets' paths, `include`): each must be a relative path inside the module's folder.
+ * cargo copies a `readme` or `license-file` from anywhere (`/etc/shadow`, `../../../keys`) into
+ * the package, and ops runs `cargo package` outside the sandbox (pack.ts), so a value leaving the
+ * folder would publish a host file.
+ */
+function pathsOutside(doc: Table, file: string): string[] {
+  const out: string[] = [];
+  const check = (where: string, v: unknown) => {
+    if (typeof v !== "string") return;
+    const p = v.replace(/\\/g, "/");
+    const norm = path.posix.normalize(p);
+    if (path.posix.isAbsolute(p) || /^[A-Za-z]:/.test(p) || norm === ".." || norm.startsWith("../")) out.push(`${file} ${where} is "${v}", outside the module's folder; a module's files must be inside modules/<name>`);
+  };
+  const pkg = isTable(doc.package) ? doc.package : {};
+  for (const k of ["readme", "license-file", "build", "workspace"]) check(`package.${k}`, pkg[k]);
+  for (const k of ["include", "exclude"]) if (Array.isArray(pkg[k])) (pkg[k] as unknown[]).forEach((v, i) => check(`package.${k}[${i}]`, v));
+  if (isTable(doc.lib)) check("lib.path", doc.lib.path);
+  for (const k of ["bin", "example", "test", "bench"]) {
+    const list = doc[k];
+    if (Array.isArray(list)) list.forEach((t, i) => isTable(t) && check(`[[${k}]] ${i + 1} path`, t.path));
+  }
+  return out;
 }
 
 const NPM_DEP_FIELDS = ["dependencies", "peerDependencies", "optionalDependencies", "devDependencies"] as const;

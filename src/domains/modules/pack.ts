@@ -11,13 +11,16 @@
  * ops runs as (`/root/.rustup` here, 0700), which the sandbox user cannot reach, and Debian's cargo
  * is too old for sparse registries. `--no-verify` compiles nothing and runs no build script or
  * proc macro, the staging copy leaves out the module's `.cargo/` (so no repository config can name
- * a `rustc` or a runner) and symbolic links were refused by the plan, so no repository code runs and
- * no host file is read into the crate. cargo gets a closed environment: its own CARGO_HOME whose
+ * a `rustc` or a runner) and symbolic links were refused by the plan, so no repository code runs.
+ * cargo copies a `readme` or `license-file` from any path into the crate, so the plan refuses
+ * manifest paths that leave the module (manifests.ts `pathsOutside`), and every file of the
+ * packaged crate must be one of the staged module's own, byte for byte (`foreignCrateFiles`):
+ * no host file is read into a crate (decision 0207). cargo gets a closed environment: its own CARGO_HOME whose
  * config names ops's registry `ops` and replaces it with a local registry holding exactly the
  * sibling crates this release depends on, read from ops's own registry storage, so the packaged
  * manifest and Cargo.lock name ops's sparse registry and no token reaches cargo.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import type { Core } from "../../core/core";
@@ -69,8 +72,8 @@ function stageCopy(src: string, dest: string): void {
   }
 }
 
-/** The bytes of `member` in a gzip'd tar, or null. Reads ustar and GNU long names. */
-export function tarMember(gz: Uint8Array, member: string): Uint8Array | null {
+/** The entries of a gzip'd tar: name, type flag and bytes. Reads ustar and GNU long names. */
+export function* tarEntries(gz: Uint8Array): Generator<{ name: string; type: string; data: Uint8Array }> {
   const tar = Bun.gunzipSync(gz as Uint8Array<ArrayBuffer>);
   const dec = new TextDecoder();
   const cstr = (b: Uint8Array) => dec.decode(b.subarray(0, b.indexOf(0) === -1 ? b.length : b.indexOf(0)));
@@ -78,7 +81,7 @@ export function tarMember(gz: Uint8Array, member: string): Uint8Array | null {
   let longName: string | null = null;
   while (off + 512 <= tar.length) {
     const h = tar.subarray(off, off + 512);
-    if (h.every((b) => b === 0)) return null;
+    if (h.every((b) => b === 0)) return;
     const size = parseInt(cstr(h.subarray(124, 136)).trim() || "0", 8);
     const type = String.fromCharCode(h[156] || 48);
     const prefix = cstr(h.subarray(345, 500));
@@ -90,9 +93,39 @@ export function tarMember(gz: Uint8Array, member: string): Uint8Array | null {
       continue;
     }
     longName = null;
-    if ((type === "0" || type === "\0") && name === member) return data;
+    yield { name, type: type === "\0" ? "0" : type, data };
   }
+}
+
+/** The bytes of regular file `member` in a gzip'd tar, or null. */
+export function tarMember(gz: Uint8Array, member: string): Uint8Array | null {
+  for (const e of tarEntries(gz)) if (e.type === "0" && e.name === member) return e.data;
   return null;
+}
+
+/** Files cargo writes into a package itself, not copies of the module's. */
+const CARGO_GENERATED = new Set(["Cargo.toml", "Cargo.toml.orig", "Cargo.lock", ".cargo_vcs_info.json"]);
+
+/**
+ * Every file of a packaged crate is one of the staged module's own regular files, byte for byte,
+ * or one cargo generates. The manifest rules (manifests.ts `pathsOutside`) keep cargo from
+ * reaching out of the module; this second check holds whatever way cargo might find to copy a
+ * host file in (cargo runs as ops's user here, outside the sandbox).
+ */
+export function foreignCrateFiles(crate: Uint8Array, root: string, srcDir: string): string[] {
+  const foreign: string[] = [];
+  for (const e of tarEntries(crate)) {
+    const rel = e.name.startsWith(`${root}/`) ? e.name.slice(root.length + 1) : null;
+    if (rel === null || e.type !== "0") {
+      foreign.push(e.name);
+      continue;
+    }
+    if (CARGO_GENERATED.has(rel)) continue;
+    const file = path.join(srcDir, rel);
+    const st = path.relative(srcDir, file).startsWith("..") ? null : lstatSync(file, { throwIfNoEntry: false });
+    if (!st?.isFile() || !Buffer.from(e.data).equals(readFileSync(file))) foreign.push(rel);
+  }
+  return foreign;
 }
 
 /** cargo's index path of a crate name (`ab/cd/abcd…`, `3/a/abc`, `2/ab`, `1/a`), lower case. */
@@ -195,6 +228,8 @@ export async function packageCrate(ctx: PackContext, plan: ModulePlan, m: Planne
   const file = path.join(target, "package", `${half.name}-${plan.version}.crate`);
   if (!existsSync(file)) throw new PackFailure(`cargo package wrote no ${path.basename(file)}`);
   const crate = new Uint8Array(readFileSync(file));
+  const foreign = foreignCrateFiles(crate, `${half.name}-${plan.version}`, src);
+  if (foreign.length > 0) throw new PackFailure(`the packaged crate holds ${foreign.slice(0, 3).map((f) => `"${f}"`).join(", ")}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""}, not files of ${m.dir}: refused (readme, license-file and targets must name files inside the module)`);
   const toml = tarMember(crate, `${half.name}-${plan.version}/Cargo.toml`);
   if (!toml) throw new PackFailure(`the packaged crate has no ${half.name}-${plan.version}/Cargo.toml`);
   return { crate, manifest: new TextDecoder().decode(toml) };
