@@ -58,7 +58,7 @@ export function startExchange(ctx: Ctx, c: Client, req: RequestHead, forward: st
     reason: "",
   };
   c.ex = ex;
-  ctx.exchanges.add(ex);
+  ctx.exchanges++;
   ctx.metrics.requests++;
   tryNext(ctx, ex);
 }
@@ -163,8 +163,8 @@ export function clientBytes(ctx: Ctx, c: Client, bytes: Buffer): void {
  * tunnel). Returns the client.
  */
 export function settle(ctx: Ctx, ex: Exchange, keep: boolean | null): Client {
+  if (!ex.finished) ctx.exchanges--;
   ex.finished = true;
-  ctx.exchanges.delete(ex);
   uncount(ctx, ex);
   const c = ex.client;
   if (c.ex === ex) c.ex = null;

@@ -113,7 +113,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     downUntil: new Map(),
     clients: new Set(),
     perAddress: new Map(),
-    exchanges: new Set(),
+    exchanges: 0,
     metrics: { connections: 0, accepted: 0, refusedPerAddress: 0, refusedTotal: 0, requests: 0, badRequests: 0, headTimeouts: 0, idleTimeouts: 0, bodyTimeouts: 0, credentialsStripped: 0, upstreamFailures: 0 },
     stopping: false,
     plain: null,
@@ -155,7 +155,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     conflicts: () => ctx.table.conflicts,
     inflight: (u) => ctx.replicas.get(key(u))?.inflight ?? 0,
     websockets: (u) => ctx.replicas.get(key(u))?.websockets ?? 0,
-    exchanges: () => ctx.exchanges.size,
+    exchanges: () => ctx.exchanges,
     metrics: () => ({ ...ctx.metrics }),
     async drained(upstreams, timeoutMs) {
       const end = Date.now() + timeoutMs;
@@ -220,8 +220,8 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
         } else c.closeAfter = true;
       }
       const end = Date.now() + graceMs;
-      while (ctx.exchanges.size > 0 && Date.now() < end) await Bun.sleep(10);
-      if (ctx.exchanges.size > 0) ctx.log?.warn("ingress requests still in flight at shutdown; closing them", { grace_ms: graceMs, requests: ctx.exchanges.size });
+      while (ctx.exchanges > 0 && Date.now() < end) await Bun.sleep(10);
+      if (ctx.exchanges > 0) ctx.log?.warn("ingress requests still in flight at shutdown; closing them", { grace_ms: graceMs, requests: ctx.exchanges });
       for (const c of ctx.clients) c.socket.terminate();
       closeIdle(ctx);
       stopSweep?.();

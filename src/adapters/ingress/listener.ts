@@ -79,10 +79,14 @@ export function respond(ctx: Ctx, c: Client, page: Page, req: RequestHead | null
   } else waitIdle(ctx, c);
 }
 
-/** Between requests: the idle timeout runs until the next head starts. */
-export function waitIdle(ctx: Ctx, c: Client): void {
+/**
+ * Between requests: the idle timeout runs until the next head starts. Its deadline is set by the
+ * next sweep (deadline 0: not set yet), not here: reading the clock once per request costs more
+ * than the rest of this bookkeeping, and the timeout may only end up to one sweep later.
+ */
+export function waitIdle(_ctx: Ctx, c: Client): void {
   c.wait = Wait.Idle;
-  c.deadline = Date.now() + ctx.settings.idleTimeoutMs;
+  c.deadline = 0;
 }
 
 /** Answer a request the ingress will not relay, counted. */
@@ -151,6 +155,11 @@ function sweep(ctx: Ctx): void {
   const now = Date.now();
   for (const c of ctx.clients) {
     if (c.wait === Wait.None || c.deadline > now || c.closed) continue;
+    if (c.deadline === 0) {
+      // An idle wait started since the last sweep (waitIdle): its timeout starts now.
+      c.deadline = now + ctx.settings.idleTimeoutMs;
+      continue;
+    }
     switch (c.wait) {
       case Wait.Idle:
         ctx.metrics.idleTimeouts++;

@@ -198,8 +198,8 @@ export interface Ctx {
   downUntil: Map<string, number>;
   clients: Set<Client>;
   perAddress: Map<string, number>;
-  /** Exchanges not settled yet (shutdown waits for them). */
-  exchanges: Set<Exchange>;
+  /** Exchanges not settled yet (shutdown waits for them): a count, kept by startExchange and settle. */
+  exchanges: number;
   metrics: IngressMetrics;
   stopping: boolean;
   /**
