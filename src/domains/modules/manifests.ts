@@ -168,6 +168,9 @@ function pathsOutside(doc: Table, file: string): string[] {
   for (const k of ["readme", "license-file", "build", "workspace"]) check(`package.${k}`, pkg[k]);
   for (const k of ["include", "exclude"]) if (Array.isArray(pkg[k])) (pkg[k] as unknown[]).forEach((v, i) => check(`package.${k}[${i}]`, v));
   if (isTable(doc.lib)) check("lib.path", doc.lib.path);
+  // [patch.<source>] and [replace] entries with a path make cargo read that crate while it resolves.
+  if (isTable(doc.patch)) for (const [src, table] of Object.entries(doc.patch)) if (isTable(table)) for (const [k, v] of Object.entries(table)) if (isTable(v)) check(`patch.${src}.${k}.path`, v.path);
+  if (isTable(doc.replace)) for (const [k, v] of Object.entries(doc.replace)) if (isTable(v)) check(`replace."${k}".path`, v.path);
   for (const k of ["bin", "example", "test", "bench"]) {
     const list = doc[k];
     if (Array.isArray(list)) list.forEach((t, i) => isTable(t) && check(`[[${k}]] ${i + 1} path`, t.path));

@@ -120,12 +120,12 @@ describe("pieces", () => {
   test("a crate's file keys must stay inside the module: readme, license-file, build, targets and include leaving it are refused", () => {
     const ctx = { module: "beta", crates: new Set(["beta"]), layers: new Set<string>(), project: "acme", scope: "@ops", version: "2.0.0" };
     const hostile = readCrateHalf(
-      `[package]\nname = "beta"\nreadme = "../../../../etc/hostname"\nlicense-file = "/etc/shadow"\nbuild = "../alpha/build.rs"\ninclude = ["src/**", "../../keys/*"]\n\n[lib]\npath = "/root/lib.rs"\n\n[[bin]]\nname = "b"\npath = "..\\\\..\\\\x.rs"\n`,
+      `[package]\nname = "beta"\nreadme = "../../../../etc/hostname"\nlicense-file = "/etc/shadow"\nbuild = "../alpha/build.rs"\ninclude = ["src/**", "../../keys/*"]\n\n[lib]\npath = "/root/lib.rs"\n\n[[bin]]\nname = "b"\npath = "..\\\\..\\\\x.rs"\n\n[patch.crates-io]\nserde = { path = "/root/serde" }\n`,
       ctx,
     );
     const said = hostile.problems.join("\n");
-    for (const key of ["package.readme", "package.license-file", "package.build", "package.include[1]", "lib.path", "[[bin]] 1 path"]) expect(said).toContain(`${key} is "`);
-    expect(hostile.problems).toHaveLength(6);
+    for (const key of ["package.readme", "package.license-file", "package.build", "package.include[1]", "lib.path", "[[bin]] 1 path", "patch.crates-io.serde.path"]) expect(said).toContain(`${key} is "`);
+    expect(hostile.problems).toHaveLength(7);
     expect(said).toContain("outside the module's folder");
     const fine = readCrateHalf(`[package]\nname = "beta"\nreadme = "docs/../README.md"\nlicense-file = "LICENSE"\nbuild = "build.rs"\ninclude = ["src/**"]\n\n[lib]\npath = "src/lib.rs"\n`, ctx);
     expect(fine.problems).toEqual([]);
