@@ -192,7 +192,7 @@ describe("a repository with no service yet", () => {
       expect(built.length).toBeGreaterThan(0);
       expect(built.every((l) => /^build #\d+ for web \(\w+\): http/.test(l))).toBe(true);
       await w.local.commit({ "ops.toml": SAMPLE_APP["ops.toml"]!.replace("port = 3000", "port = 3001") }, "Another port");
-      expect(remoteLines(await push(w, ["origin", "main"])).at(-1)).toBe(`ops.toml changed since the last scan: run Scan in the console to apply it: ${scan}`);
+      expect(remoteLines(await push(w, ["origin", "main"])).at(-1)).toBe(`ops.toml changed since the last scan: its services, steps and domains apply at the next Scan: ${scan}`);
     } finally {
       w.local.remove();
     }

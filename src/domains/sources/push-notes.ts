@@ -1,8 +1,9 @@
 /**
  * What the sources domain tells a pusher (`HostPush.say`, docs/decisions/0430): a push to the
- * default branch whose `ops.toml` is not the one the last successful scan read changes nothing by
- * itself — services, steps and domains follow a Scan — so the pusher is told to run one. The
- * sources module subscribes it to the host after `recordPush`.
+ * default branch whose `ops.toml` is not the one the last successful scan read builds with its
+ * build keys, but the services, steps, domains and operational settings it declares follow only a
+ * Scan — so the pusher is told to run one. The sources module subscribes it to the host after
+ * `recordPush`.
  */
 import { and, desc, eq } from "drizzle-orm";
 import type { Core } from "../../core/core";
@@ -44,7 +45,7 @@ async function tellSource(core: Core, project: string, source: typeof sources.$i
   try {
     const [scanned, pushed] = await Promise.all([opsTomlBlob(core, source, last.commitSha), opsTomlBlob(core, source, push.after)]);
     if (scanned === pushed) return;
-    say(`${OPS_TOML} changed since the last scan: run Scan in the console to apply it: ${core.config.publicUrl}/projects/${encodeURIComponent(project)}/sources`);
+    say(`${OPS_TOML} changed since the last scan: its services, steps and domains apply at the next Scan: ${core.config.publicUrl}/projects/${encodeURIComponent(project)}/sources`);
   } catch (e) {
     core.log.warn("ops.toml of a pushed commit could not be compared", { repo: source.repo, sha: push.after, err: (e as Error).message });
   }
