@@ -135,6 +135,9 @@ export interface RequestHead {
   lineKept: boolean;
 }
 
+/** No Connection tokens (shared: most requests send no Connection field). */
+const NO_TOKENS: readonly string[] = Object.freeze([]);
+
 /** No forwarding fields sent (shared: most requests have none). */
 const NO_FORWARDING: ClientForwarding = Object.freeze({ forwardedFor: null, forwardedProto: null, forwardedHost: null, realIp: null, forwarded: null });
 
@@ -252,7 +255,9 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
     const candidates = BY_LENGTH[colon - at - 2];
     let drop = false;
     if (candidates !== undefined) {
-      for (const [name, kind] of candidates) {
+      for (let k = 0; k < candidates.length; k++) {
+        const name = candidates[k][0];
+        const kind = candidates[k][1];
         if (!nameIs(head, at + 2, name)) continue;
         if (kind === F.Drop) {
           drop = true;
@@ -367,7 +372,7 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
   else if (lengths === 1) body = contentLength(length!);
 
   // Connection: its tokens name hop-by-hop fields; framing, Host and ops's own fields are not theirs to remove.
-  const conn = tokens(connection);
+  const conn = connection === null ? NO_TOKENS : tokens(connection);
   let close = http10 && !conn.includes("keep-alive");
   let wantsUpgrade = false;
   let extra: Set<string> | null = null;

@@ -145,7 +145,9 @@ export function parseResponseHead(b: Buffer, from: number, method: string): Resp
     if (i - from > MAX_RESPONSE_HEAD) throw malformed("head: it is larger than 64 KiB");
     const candidates = BY_LENGTH[nameLen];
     if (candidates === undefined) continue;
-    for (const [field, kind] of candidates) {
+    for (let k = 0; k < candidates.length; k++) {
+      const field = candidates[k][0];
+      const kind = candidates[k][1];
       if (!bytesAre(b, name, field)) continue;
       if (kind === R.ContentLength) {
         let v = 0;
