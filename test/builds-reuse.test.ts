@@ -14,6 +14,8 @@ import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { buildsDataDir, buildWorld, ENV_GROUP, getBuild, logText, opsToml, SAMPLE_APP, until, type BuildWorld } from "./builds-fixtures";
 import { defaultHostOf, listenIngress, viaIngress } from "./deploy-fixtures";
 import { builds } from "../src/domains/builds/tables";
+import { settleClaimIn } from "../src/domains/builds/reuse";
+import { tx } from "../src/core/db/client";
 import type { BuildResponse } from "../src/domains/builds/model";
 
 let t: TestApp;
@@ -122,8 +124,25 @@ describe("one build per commit", () => {
     expect(again).toMatchObject({ status: "healthy", trigger: "retry", image_digest: leader.image_digest, environment: follower.environment });
     expect(stepOf(again, "build")).toMatchObject({ note: `reused image ${leader.image_digest} of build #${leader.id}` });
     expect(stepOf(again, "build").ok).toBeUndefined();
-    expect(await logText(w, retry.id)).not.toContain("built dist/ for web");
+    const log = await logText(w, retry.id);
+    expect(log).not.toContain("built dist/ for web");
+    // A signed image of its inputs was there before it cloned: the commit was not even fetched.
+    expect(log).not.toContain("fetching ");
+    expect(log).toContain(`same inputs as build #${leader.id}`);
   }, 120_000);
+
+  test("a build that expected to follow but finds no build to follow when it claims clones again (it fetched nothing)", async () => {
+    const b = await expectStatus<BuildResponse>(await w.ctx.req("POST", "/builds?environment=staging", { service: "web", ref: null }), 201);
+    const row = rowOf(b.id);
+    const draft = { key: "0".repeat(64), parts: { spec: "s", variables: "v", builder: "b" }, donor: null, leader: 999_999, other: null };
+    const settle = (fetched: boolean) => tx(t.core.db, (tt) => settleClaimIn(t.core, tt, row, { ...draft, fetched }, {}));
+    expect(settle(false)).toMatchObject({ kind: "reclone", leader: null });
+    expect(settle(true)).toMatchObject({ kind: "lead", leader: null, line: null });
+    expect(rowOf(b.id)).toMatchObject({ inputKey: draft.key, reuseOf: null });
+    await expectStatus(await w.ctx.req("POST", `/builds/${b.id}/cancel`), 202);
+    await drain();
+    expect((await getBuild(w, b.id)).status).toBe("cancelled");
+  });
 
   test("other build variables in staging: two real builds, two digests, and the log says why", async () => {
     await expectStatus(await w.ctx.req("PUT", `/resources/secret-group/web-env/variables/GREETING?environment=staging`, { value: "staging", kind: "text" }), 200);

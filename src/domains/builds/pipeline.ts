@@ -38,7 +38,7 @@ import { appendLines, openBuildLog, type BuildLog } from "./log";
 import { reportToHost } from "./host";
 import { releaseBuildDisk } from "./disk";
 import { buildDeployer, deployDecision, type DeployableBuild } from "./deployer";
-import { afterPark, decideClaimIn, installReuse, isParked, parkIn, releaseFollowers, releaseParked } from "./reuse";
+import { afterPark, installReuse, isParked, releaseFollowers, releaseParked, settleClaimIn } from "./reuse";
 import { abortLive, afterEnd, closeTiming, endBuild, endBuildIn, hasOpenTiming, liveSteps, openTiming, workDirOf, type LiveStep } from "./lifecycle";
 
 export const PRUNE_TASK = "builds.prune-logs";
@@ -190,8 +190,13 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
   const moved = record((t) => {
     const row = buildById(t, buildId);
     if (!row || row.status !== def.state) return null;
+    // The clone claims its inputs (reuse.ts): a build that another one's image serves is parked,
+    // holding no builder.
+    const claimed = result.claim && !row.cancelRequested ? settleClaimIn(core, t, row, result.claim, result.set ?? {}) : null;
+    if (claimed?.kind === "parked") return { parked: claimed.leader!, line: claimed.line! };
+    said = claimed?.line ?? null;
     const timings = closeTiming(core, timingsOf(row), def.step, result.skipped ? { note: result.note } : { ok: true, note: result.note });
-    let next = row.kind === "publish" ? publishStateAfter(def.step) : NEXT[def.state];
+    let next = claimed?.kind === "reclone" ? ("cloning" as const) : row.kind === "publish" ? publishStateAfter(def.step) : NEXT[def.state];
     if (next === "checks" && parsePlan(result.set?.plan ?? row.plan)?.checks.length === 0) {
       // Nothing to check: the step is recorded as skipped without a scheduler round trip.
       const now = core.clock.now();
@@ -200,14 +205,6 @@ async function advance(core: Core, buildId: number, def: StepDef, result: StepDo
     }
     const recorded = { ...result.set, stepTimings: JSON.stringify(timings) };
     const recordRow = () => t.update(builds).set(recorded).where(eq(builds.id, buildId)).run();
-    // The clone claims its inputs (reuse.ts); a build that another one's image serves waits for
-    // it, holding no builder.
-    const claimed = result.claim && !row.cancelRequested ? decideClaimIn(t, row, result.claim) : null;
-    if (claimed && "follow" in claimed) {
-      parkIn(t, buildId, claimed.follow, closeTiming(core, timingsOf(row), def.step, { ok: true, note: `same inputs as build #${claimed.follow}` }), core.clock.now(), result.set ?? {});
-      return { parked: claimed.follow, line: claimed.line };
-    }
-    if (claimed?.line) said = claimed.line;
     if (row.cancelRequested) {
       recordRow();
       return { ended: endBuildIn(core, t, buildId, from, { status: "cancelled" }) };

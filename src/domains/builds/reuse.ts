@@ -26,7 +26,7 @@ import { buildById, timingsOf, type BuildRow, type StoredTiming } from "./rows";
 import { buildVariables, StepFailure, type BuildPlan } from "./plan";
 import type { BuildVariable } from "../../adapters/builder/types";
 import { dispatchBuilds, enqueueStep } from "./dispatch";
-import { afterEnd, endBuildIn, onBuildEnded, workDirOf } from "./lifecycle";
+import { afterEnd, closeTiming, endBuildIn, onBuildEnded, workDirOf } from "./lifecycle";
 import { releaseBuildDisk } from "./disk";
 import { appendLines } from "./log";
 import { reportToHost } from "./host";
@@ -117,8 +117,12 @@ export interface ClaimDraft {
   key: string;
   parts: InputKey["parts"];
   donor: { id: number; environment: string; digest: string } | null;
+  /** A working build with the same key when the clone looked (the transaction decides). */
+  leader: number | null;
   /** "build #N (staging) of this commit has other inputs (build variables)", or null. */
   other: string | null;
+  /** Whether the clone fetched the commit (it does not when another build seemed to serve it). */
+  fetched?: boolean;
 }
 
 export type ClaimDecision = { follow: number; line: string } | { lead: true; line: string | null };
@@ -163,8 +167,13 @@ export async function prepareClaim(core: Core, row: BuildRow, plan: BuildPlan, l
     .where(and(eq(builds.projectId, row.projectId), eq(builds.service, row.service), eq(builds.commitSha, row.commitSha), eq(builds.kind, "image"), ne(builds.id, row.id), isNotNull(builds.inputParts), ne(builds.inputKey, ik.key)))
     .orderBy(desc(builds.id))
     .get();
+  const leader = core.db
+    .select({ id: builds.id })
+    .from(builds)
+    .where(and(sameKey(row, ik.key), isNull(builds.reuseOf), inArray(builds.status, LEADING_STATES)))
+    .get();
   const otherLine = other ? `build #${other.id} (${other.environment}) of this commit has other inputs (${differences(JSON.parse(other.inputParts!) as InputKey["parts"], ik.parts)}), so its image is not reused` : null;
-  return { key: ik.key, parts: ik.parts, donor, other: otherLine };
+  return { key: ik.key, parts: ik.parts, donor, leader: leader?.id ?? null, other: otherLine };
 }
 
 /**
@@ -172,7 +181,36 @@ export async function prepareClaim(core: Core, row: BuildRow, plan: BuildPlan, l
  * a build with the same key that makes its own image and still works, else lead. Records the key
  * on the row. Transactions are serialized, so of two builds that claim at once one leads.
  */
-export function decideClaimIn(t: Tx, row: Pick<BuildRow, "id" | "projectId" | "commitSha">, draft: ClaimDraft): ClaimDecision {
+/**
+ * Whether another image build of this commit and service may serve this one (its key recorded;
+ * signed, or still making its image): the clone then reads `ops.toml` and claims before it
+ * fetches, and fetches only if it leads.
+ */
+export function mayBeServed(q: Queryable, row: Pick<BuildRow, "id" | "projectId" | "service" | "commitSha">): boolean {
+  return q
+    .select()
+    .from(builds)
+    .where(and(eq(builds.projectId, row.projectId), eq(builds.commitSha, row.commitSha), eq(builds.service, row.service), eq(builds.kind, "image"), ne(builds.id, row.id), isNotNull(builds.inputKey)))
+    .all()
+    .some((b) => hasSignedImage(b) || (b.reuseOf === null && LEADING_STATES.includes(b.status)));
+}
+
+/**
+ * The claim's outcome in the clone step's record (inside `t`): a follower is parked here (the
+ * caller returns); a build that leads without having fetched the commit (the build it expected to
+ * follow ended meanwhile) clones again; otherwise a line for the log, or null.
+ */
+export function settleClaimIn(core: Core, t: Tx, row: BuildRow, draft: ClaimDraft, set: Partial<typeof builds.$inferInsert>): { kind: "parked" | "reclone" | "lead"; leader: number | null; line: string | null } {
+  const decided = decideClaimIn(t, row, draft);
+  if ("follow" in decided) {
+    parkIn(t, row.id, decided.follow, closeTiming(core, timingsOf(row), "clone", { ok: true, note: `same inputs as build #${decided.follow}` }), core.clock.now(), set);
+    return { kind: "parked", leader: decided.follow, line: decided.line };
+  }
+  if (draft.fetched === false) return { kind: "reclone", leader: null, line: "the build whose image this one was to take ended before it: cloning again to build here" };
+  return { kind: "lead", leader: null, line: decided.line };
+}
+
+function decideClaimIn(t: Tx, row: Pick<BuildRow, "id" | "projectId" | "commitSha">, draft: ClaimDraft): ClaimDecision {
   const buildId = row.id;
   const set = (reuseOf: number | null) => t.update(builds).set({ inputKey: draft.key, inputParts: JSON.stringify(draft.parts), reuseOf }).where(eq(builds.id, buildId)).run();
   if (draft.donor) {

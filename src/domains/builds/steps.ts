@@ -29,7 +29,7 @@ import { signImage } from "./signing";
 import { scanImageFiles, describeHits } from "./secret-scan";
 import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
 import { cacheDirOf, reachableDir } from "./lifecycle";
-import { prepareClaim, rekeyInputs, type ClaimDraft } from "./reuse";
+import { mayBeServed, prepareClaim, rekeyInputs, type ClaimDraft } from "./reuse";
 import { attachBuildDisk, diskFullNote, releaseBuildDisk } from "./disk";
 import { projectIdentity, sandboxNetworkOf } from "../../adapters/sandbox";
 import type { BuildLog } from "./log";
@@ -120,30 +120,33 @@ async function clone(ctx: StepContext): Promise<StepDone> {
   const source = connectedSource(ctx, "build");
   const service = serviceOf(core, row);
   if (!service) throw new StepFailure("build", `the service "${row.service}" no longer exists in ${row.environment}`);
-  // ops.toml is read from the host while the commit is written out: neither waits for the other.
+  // ops.toml is read from the host while the commit is written out: neither waits for the other,
+  // unless another build of the commit may serve this one (reuse.ts): it fetches only if it leads.
   const declaration = declarationAt(core, source, row.commitSha).then(
     (decl) => ({ decl }),
     (e: unknown) => ({ failed: e }),
   );
-  await fetchIntoWorkDir(ctx, source);
+  let fetched = !mayBeServed(core.db, row);
+  if (fetched) await fetchIntoWorkDir(ctx, source);
   const read = await declaration;
   if ("failed" in read) {
     const e = read.failed;
     if (e instanceof OpsTomlError) throw new StepFailure("build", e.message);
     throw new StepFailure("internal", `ops.toml could not be read: ${(e as Error).message}`);
   }
-  const decl = read.decl;
-  const plan = resolvePlan(row, specOf<ServiceSpec>(service), decl);
-  // The repository's paths are checked now, before any command runs, not only when used.
-  contextDir(ctx, plan);
-  if (plan.builder === "container") dockerfileIn(ctx, plan);
+  const plan = resolvePlan(row, specOf<ServiceSpec>(service), read.decl);
+  const claim = await prepareClaim(core, row, plan, (level, text) => log.add("clone", level, text));
+  if (!fetched && !claim?.donor && !claim?.leader) fetched = !!(await fetchIntoWorkDir(ctx, source));
+  // The repository's paths are checked now, before any command runs (a build that takes another's
+  // image runs nothing: that build checked the same paths).
+  if (fetched) contextDir(ctx, plan);
+  if (fetched && plan.builder === "container") dockerfileIn(ctx, plan);
   if (plan.builder === "native") {
     log.add("clone", "info", `native build from ${plan.from}: context ${plan.context}, ${plan.checks.length} check and ${plan.build.length} build command(s), output ${plan.output}, start "${plan.start}", port ${plan.port}`);
   } else {
     log.add("clone", "info", `container build of ${path.posix.join(plan.context, plan.dockerfile!)} (context ${plan.context}, port ${plan.port})`);
   }
-  const claim = await prepareClaim(core, row, plan, (level, text) => log.add("clone", level, text));
-  return { set: { plan: JSON.stringify(plan) }, ...(claim ? { claim } : {}) };
+  return { set: { plan: JSON.stringify(plan) }, ...(claim ? { claim: { ...claim, fetched } } : {}) };
 }
 
 function lineSink(ctx: StepContext): (l: BuildLine) => void {
