@@ -8,7 +8,7 @@
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "./harness";
 import { makePerson, makeProject, mintToken } from "./fixtures";
-import { pushApp } from "./deploy-fixtures";
+import { defaultHostOf, listenIngress, pushApp, viaIngress } from "./deploy-fixtures";
 import { WallClock } from "./chromium";
 import { runCli } from "../src/main";
 import { tailLogs } from "../src/cli/delivery";
@@ -127,6 +127,23 @@ describe("ops logs", () => {
     const elsewhere = await ops("logs", "web", "--project", "no-such-project");
     expect(elsewhere.code).toBe(1);
     expect(elsewhere.err).toContain('no project "no-such-project"');
+  });
+
+  test("a line a visitor made the app log cannot drive the reader's terminal: control characters come out escaped", async () => {
+    const ingress = listenIngress(t);
+    // OSC 52 (write the clipboard), a title change, a carriage return that would hide the start of the line, a bidi override.
+    const hostile = "\u001b]52;c;ZXZpbA==\u0007\u001b]0;owned\u0007ok\rspoof \u202emoc.live\u009b";
+    expect((await viaIngress(ingress, defaultHostOf(slug, "web"), `/say?text=${encodeURIComponent(hostile)}`)).status).toBe(200);
+    let r = await ops("logs", "web", "--grep", "visitor said");
+    for (let i = 0; i < 50 && !r.out.includes("visitor said"); i++) {
+      await Bun.sleep(100);
+      r = await ops("logs", "web", "--grep", "visitor said");
+    }
+    expect(r.out).toContain("visitor said \\u001b]52;c;ZXZpbA==\\u0007\\u001b]0;owned\\u0007ok\\u000dspoof \\u202emoc.live\\u009b");
+    expect(r.out).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
+    // --json keeps the text itself (JSON escapes it), parseable.
+    const json = JSON.parse((await ops("logs", "web", "--grep", "visitor said", "--json")).out) as Array<{ message: string }>;
+    expect(json.some((e) => e.message === `visitor said ${hostile}`)).toBe(true);
   });
 
   test("--follow prints new lines as they come, each once, oldest first", async () => {

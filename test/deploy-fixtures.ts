@@ -5,7 +5,8 @@
  *
  * The app is runtime-fixtures' APP_JS (`/` JSON with what it sees, `/crash`, `/slow`, WebSocket
  * echo …) behind a wrapper that adds `/version` (APP_VERSION) and `/healthz` (500 when
- * HEALTH=fail), so each pushed version is told apart and one can fail its health check.
+ * HEALTH=fail), so each pushed version is told apart and one can fail its health check, and
+ * `/say?text=…` (logs the text, as an app logs what a visitor sent).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -24,6 +25,8 @@ const create = http.createServer;
 http.createServer = (handler) => create((req, res) => {
   if (req.url === "/version") { res.setHeader("content-type", "text/plain"); return res.end(process.env.APP_VERSION || ""); }
   if (req.url === "/healthz") { res.statusCode = process.env.HEALTH === "fail" ? 500 : 200; return res.end(process.env.HEALTH === "fail" ? "sick" : "ok"); }
+  // Logs what a visitor sent, as many apps log a request's path or a form field.
+  if (req.url.startsWith("/say?")) { console.log("visitor said " + new URL(req.url, "http://x").searchParams.get("text")); return res.end("noted"); }
   return handler(req, res);
 });
 require("./server.js");

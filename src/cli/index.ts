@@ -4,6 +4,7 @@
  */
 import type { Command } from "../commands/types";
 import { CliError } from "./http";
+import { escapeForTerminal } from "../core/terminal-text";
 import { loginCommand } from "./login";
 import { whoamiCommand, logoutCommand } from "./session";
 import { updateCommand } from "./update";
@@ -12,10 +13,22 @@ import { deployCommand, logsCommand, rollbackCommand } from "./delivery";
 import { mcpCommand } from "./mcp";
 import { buildsCommand } from "./builds";
 
+/**
+ * Client commands print what a server sent: an app's log lines, commit subjects, messages that
+ * echo input. Control characters in them are written escaped (core/terminal-text.ts), so a line a
+ * project's code printed cannot drive the terminal of whoever reads it. A write that starts with
+ * a carriage return is ops's own progress line (`ops update`) and keeps it. `ops mcp` speaks
+ * JSON-RPC on stdout and is left alone.
+ */
+function terminalSafe(write: (text: string) => void): (text: string) => void {
+  return (text) => write(text.startsWith("\r") ? `\r${escapeForTerminal(text.slice(1))}` : escapeForTerminal(text));
+}
+
 function withCliErrors(c: Command): Command {
   return {
     ...c,
-    async run(ctx) {
+    async run(given) {
+      const ctx = c.name === "mcp" ? given : { ...given, stdout: terminalSafe(given.stdout), stderr: terminalSafe(given.stderr) };
       try {
         return await c.run(ctx);
       } catch (e) {

@@ -11,6 +11,8 @@
  * for text: its answer passes unchanged. So does anything that does not parse as pkt-lines.
  */
 
+import { TERMINAL_UNSAFE } from "../../../core/terminal-text";
+
 /** Lines per push at most; the rest are counted in one last line. */
 export const MAX_PUSH_LINES = 50;
 /** Bytes of one line at most (a side-band packet is at most 1000 bytes with `side-band`). */
@@ -95,7 +97,7 @@ export class ReceivePackAnswer {
  * not repaint or reorder what git prints), and it is cut at MAX_LINE_BYTES.
  */
 export function printable(line: string): string {
-  const s = line.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "?");
+  const s = line.replace(TERMINAL_UNSAFE, "?");
   const bytes = enc.encode(s);
   if (bytes.length <= MAX_LINE_BYTES) return s;
   // Cut on bytes; a character split in two decodes as U+FFFD, dropped.
