@@ -5,7 +5,8 @@
  * /readyz goes 503, both listeners stop taking connections, in-flight requests finish (bounded by
  * OPS_SHUTDOWN_GRACE_MS), the scheduler stops, close hooks flush (replicas are stopped there),
  * the databases close, and the process exits 0. On SIGHUP the same drain ends in an exec of the
- * binary at the same path, on the same ports (`ops restart`).
+ * binary at the same path, on the same ports (`ops restart`), and the replicas keep running: they
+ * are handed over to the new image instead of stopped (docs/decisions/0390).
  */
 import type { Config } from "./core/config";
 import { createCore, createHttpApp, closeCore, modulesOf, maxBodyLimit, type CoreOptions, type HttpApp } from "./app";
@@ -17,6 +18,9 @@ import { backupBeforeMigrating } from "./domains/backups/service";
 import { VERSION } from "./version";
 import { execReplace, selfArgv } from "./reexec";
 import { writePidFile } from "./commands/restart";
+import { handOverReplicas } from "./adapters/runtime";
+import { claimHandover, prepareHandover } from "./adapters/runtime/handover";
+import type { RuntimeHandover } from "./adapters/runtime/types";
 
 export interface RunningServer {
   core: Core;
@@ -33,8 +37,11 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, opts: CoreOptions & { installSignals?: boolean } = {}): Promise<RunningServer> {
+  // First, before anything is spawned: the replicas the previous image handed over (ops restart).
+  const claim = claimHandover(config.dataDir);
   const pre = await backupBeforeMigrating(config.dataDir, VERSION);
   const core = createCore(config, opts);
+  if (claim?.refused) core.log.warn("refused the hand-over of replicas", { reason: claim.refused, replicas: claim.replicas });
   // OPS_TLS=acme (decision 0345): ops's own listener serves HTTPS once its certificate is here; a
   // new or renewed certificate starts a listener beside the old one (SO_REUSEPORT), and the old
   // one stops taking connections and finishes those it has.
@@ -67,6 +74,7 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
   core.log.info("ops is serving", { listen: url, public_url: config.publicUrl, data_dir: config.dataDir, version: core.version });
 
   let closing: Promise<void> | null = null;
+  let handover: RuntimeHandover | null = null;
   const shutdown = (reason: string): Promise<void> => {
     if (closing) return closing;
     closing = (async () => {
@@ -83,6 +91,8 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
       }
       await ingressStopped;
       await core.scheduler.stop(grace);
+      // A restart keeps the replicas: taken out of the runtime before its close hook stops the rest.
+      if (reason === "SIGHUP") handover = handOverReplicas(core);
       await closeCore(core);
       core.log.info("stopped");
     })();
@@ -107,9 +117,12 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
       void shutdown("SIGHUP").then(
         async () => {
           const argv = selfArgv();
-          core.log.info("re-executing", { argv: argv.join(" ") });
+          const kept = handover ? prepareHandover(config.dataDir, handover) : null;
+          core.log.info("re-executing", { argv: argv.join(" "), replicas_kept: handover?.replicas.length ?? 0 });
           await Bun.sleep(20); // let the log line reach stdout before the image goes
-          const failure = execReplace(argv, process.env);
+          // On failure the process exits: the replicas die with it (--die-with-parent) and
+          // systemd's Restart=on-failure starts ops, which starts them again.
+          const failure = execReplace(argv, { ...process.env, ...kept?.env });
           core.log.error("restart failed", { err: failure });
           process.exit(1);
         },

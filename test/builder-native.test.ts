@@ -177,6 +177,7 @@ describe("sandbox", () => {
       note: null,
       policy: { hostPorts: [], publicHost: null, allowCidrs: [], hostAddresses: [] },
       open: async () => null,
+      adopt: () => "no namespaces here",
       etc: () => ({ resolv: "/etc/resolv.conf", hosts: "/etc/hosts" }),
       ...over,
     });

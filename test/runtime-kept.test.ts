@@ -4,12 +4,16 @@
  * adopts it in its new image: same pid, every line once and in order (an unfinished line joined
  * across the exec), no EPIPE for the writer, its exit status read with waitpid, and a stop that
  * works. Without clearing FD_CLOEXEC the pipes close at the exec, the writer dies of SIGPIPE and
- * the new image refuses to adopt. A handed-over pid that is another process now is refused.
+ * the new image refuses to adopt. A handed-over pid that is another process now is refused and
+ * left alone; a hand-over naming another ops or data dir is refused (what a gone ops left is stopped).
  */
 import { describe, test, expect } from "bun:test";
 import path from "node:path";
 import { notAdoptable } from "../src/adapters/runtime/kept";
-import { fdIdentity, pipe, closeFd, startTimeOf } from "../src/adapters/runtime/fds";
+import { fdIdentity, memfdWith, pipe, closeFd, startTimeOf } from "../src/adapters/runtime/fds";
+import { claimHandover, HANDOVER_ENV, takeClaimedReplicas } from "../src/adapters/runtime/handover";
+import { createProcessRuntime } from "../src/adapters/runtime/process-runtime";
+import type { ReplicaHandover } from "../src/adapters/runtime/types";
 
 const FIXTURE = path.join(import.meta.dir, "fixtures", "kept-exec.ts");
 
@@ -78,5 +82,67 @@ describe("notAdoptable", () => {
     closeFd(p.read);
     closeFd(p.write);
     expect(notAdoptable(h)).toContain("did not survive");
+  });
+});
+
+describe("hand-overs that are not this process's", () => {
+  const sleeper = () => Bun.spawn(["sleep", "30"], { detached: true });
+  const record = (pid: number, pidStart: string): ReplicaHandover => {
+    const p = pipe();
+    const ident = fdIdentity(p.read)!;
+    closeFd(p.write);
+    return {
+      spec: { id: "shop.production.web.1-1", image: { digest: "sha256:0", config: { entrypoint: [], cmd: ["true"], env: [], workingDir: "/", exposedPorts: [], labels: {} } as any, root: "/nonexistent" }, labels: {} },
+      status: { id: "shop.production.web.1-1", state: "running", host: "127.0.0.1", port: 1, pid, restarts: 0, startedAt: 0, lastExit: null, nextRestartAt: null, memory: { limitMb: null, enforced: true, how: null, reason: null }, notEnforced: [], labels: {} },
+      policy: { initialMs: 1000, maxMs: 30_000, resetAfterMs: 60_000 },
+      delayMs: 1000,
+      oomBase: 0,
+      cgroup: null,
+      pids: null,
+      netns: null,
+      command: { pid, pidStart, stdout: { fd: p.read, ident, pending: "" }, stderr: { fd: p.read, ident, pending: "" } },
+    };
+  };
+  const handoverEnv = (ops: { pid: number; start: string }, dataDir: string, replicas: ReplicaHandover[]) => ({ [HANDOVER_ENV]: String(memfdWith(JSON.stringify({ ops: { ...ops, dataDir }, replicas }))) });
+
+  test("a replica whose pid is another process now is not adopted, and that process is left alone", async () => {
+    const other = sleeper();
+    const runtime = createProcessRuntime();
+    const [res] = runtime.adopt([record(other.pid, String(Number(startTimeOf(other.pid)) + 1))]);
+    expect(res).toEqual({ id: "shop.production.web.1-1", adopted: false, reason: `pid ${other.pid} is another process now` });
+    expect(runtime.list()).toEqual([]);
+    await Bun.sleep(300);
+    expect(startTimeOf(other.pid)).not.toBeNull();
+    other.kill("SIGKILL");
+  });
+
+  test("a hand-over naming an ops that is gone is refused and its replicas are stopped; one naming a live other process leaves them alone", async () => {
+    const dataDir = "/tmp/ops-handover-test";
+    const dead = Bun.spawn(["true"]);
+    const deadStart = startTimeOf(dead.pid) ?? "1";
+    await dead.exited;
+    const orphan = sleeper();
+    const env: Record<string, string | undefined> = handoverEnv({ pid: dead.pid, start: deadStart }, dataDir, [record(orphan.pid, startTimeOf(orphan.pid)!)]);
+    expect(claimHandover(dataDir, env)).toEqual({ replicas: 1, refused: `it names another process (pid ${dead.pid})` });
+    expect(env[HANDOVER_ENV]).toBeUndefined();
+    expect(takeClaimedReplicas(dataDir)).toEqual([]);
+    expect(await Promise.race([orphan.exited.then(() => "stopped"), Bun.sleep(5000).then(() => "running")])).toBe("stopped");
+
+    const own = sleeper();
+    const live = handoverEnv({ pid: 1, start: startTimeOf(1)! }, dataDir, [record(own.pid, startTimeOf(own.pid)!)]);
+    expect(claimHandover(dataDir, live)?.refused).toBe("it names another process (pid 1)");
+    await Bun.sleep(300);
+    expect(own.exitCode).toBeNull();
+    own.kill("SIGKILL");
+  });
+
+  test("a hand-over of this process for another data dir is refused; for this one its replicas are claimed once", () => {
+    const me = { pid: process.pid, start: startTimeOf(process.pid)! };
+    const r = record(process.pid, me.start);
+    expect(claimHandover("/tmp/a", handoverEnv(me, "/tmp/b", [r]))?.refused).toBe("it is of another data dir (/tmp/b)");
+    expect(claimHandover("/tmp/a", handoverEnv(me, "/tmp/a", [r]))).toEqual({ replicas: 1, refused: null });
+    expect(takeClaimedReplicas("/tmp/b")).toEqual([]);
+    expect(takeClaimedReplicas("/tmp/a").map((x) => x.spec.id)).toEqual(["shop.production.web.1-1"]);
+    expect(takeClaimedReplicas("/tmp/a")).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * `ops restart`: ask the `ops serve` of a data dir to re-execute its binary (SIGHUP) and wait until
  * the new image answers /readyz. The server writes `run/ops.pid` ("<pid> <started-at ms>") at
- * start; the pid stays the same across the exec, the start time changes.
+ * start; the pid stays the same across the exec, the start time changes. Running replicas are
+ * handed to the new image and keep answering (docs/decisions/0390).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -63,7 +64,7 @@ export const restartCommand: Command = {
   summary: "Restart the running ops serve in place (SIGHUP: drain, re-exec the binary, same ports)",
   usage: "[--data-dir DIR] [--listen HOST:PORT]",
   description:
-    "Signals the ops serve of the data dir (its pid is in run/ops.pid) to drain and re-execute the binary at its path, which is how a new binary (ops self-update, a package upgrade) takes over; waits until /readyz answers. The process id stays the same, so systemd sees no restart (systemctl reload ops runs this).",
+    "Signals the ops serve of the data dir (its pid is in run/ops.pid) to drain and re-execute the binary at its path, which is how a new binary (ops self-update, a package upgrade) takes over; waits until /readyz answers. The process id stays the same, so systemd sees no restart (systemctl reload ops runs this). Running apps are handed to the new image and keep running; only ops's own listeners are down while it starts.",
   flags: { "data-dir": SERVER_FLAGS["data-dir"], listen: SERVER_FLAGS.listen },
   async run(ctx) {
     const config = loadConfig(ctx.env, envOverrides(ctx.flags, SERVER_FLAGS), ctx.cwd);

@@ -13,7 +13,8 @@ import { projectIdentity, sandboxNetworkOf } from "../sandbox";
 import { defaultIdentity, sandboxDir } from "../sandbox/users";
 import { createDockerRuntime } from "./docker";
 import { unpackImage, type Refusal } from "./unpack";
-import type { Runtime, RuntimeHooks, RuntimeImage } from "./types";
+import { discardHandover, takeClaimedReplicas } from "./handover";
+import type { HandingOverRuntime, Runtime, RuntimeHandover, RuntimeHooks, RuntimeImage } from "./types";
 
 export type * from "./types";
 export { RuntimeError } from "./types";
@@ -42,6 +43,35 @@ export function runtimeOf(core: Core, hooks: RuntimeHooks = {}): Runtime {
   const r = runtime;
   core.onClose.push(() => r.stopAll(core.config.shutdownGraceMs));
   return runtime;
+}
+
+/**
+ * Take on the replicas the previous image of this `ops serve` handed over across `ops restart`
+ * (docs/decisions/0390; at start-up, before services are reconciled).
+ */
+export function adoptHandedOver(core: Core): void {
+  const runtime = runtimeOf(core);
+  const claimed = takeClaimedReplicas(core.config.dataDir);
+  if (claimed.length === 0) return;
+  if (!("adopt" in runtime)) {
+    core.log.warn("the runtime cannot take on replicas; they are stopped and start again", { replicas: claimed.length });
+    for (const h of claimed) void discardHandover(h, null);
+    return;
+  }
+  const results = (runtime as HandingOverRuntime).adopt(claimed);
+  for (const res of results) if (!res.adopted) core.log.warn("a replica did not survive the restart; its service starts again", { replica: res.id, reason: res.reason });
+  core.log.info("replicas kept running across the restart", { adopted: results.filter((x) => x.adopted).map((x) => x.id) });
+}
+
+/**
+ * `ops restart`: stop watching the replicas and describe them for the next image (null when the
+ * runtime cannot hand over: Docker's containers are stopped as before). They leave the runtime,
+ * so the close hooks no longer stop them.
+ */
+export function handOverReplicas(core: Core): RuntimeHandover | null {
+  const runtime = core.locals.get(KEY) as Runtime | undefined;
+  if (!runtime || !("handOver" in runtime)) return null;
+  return (runtime as HandingOverRuntime).handOver();
 }
 
 /** Where the process runtime unpacks image roots: `run/images/` in the data dir. */

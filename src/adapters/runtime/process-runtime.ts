@@ -18,15 +18,22 @@
  * Stop: SIGTERM to the processes inside the sandbox (bwrap itself would die at once and take them
  * along without their grace period), then SIGKILL of the whole group after the grace period: bwrap
  * is pid 1's parent of the sandbox's pid namespace, so its death ends everything inside.
+ *
+ * `ops restart` (an exec of ops in place, same pid) keeps replicas running (docs/decisions/0390):
+ * `handOver` describes every live one and stops watching it, the next image `adopt`s them
+ * (handover.ts), and from then on supervision, output, stop and crash restarts go on as before.
  */
-import { DEFAULT_PATH, freeLoopbackPort, startCommand, type RunningCommand } from "./process";
+import { DEFAULT_PATH, freeLoopbackPort, startCommand } from "./process";
+import { replicaArgv, replicaEnv, type SandboxLimits } from "./replica-env";
+import { adoptCommand, startKeptCommand, type KeptCommand } from "./kept";
+import { adoptableParts, discardHandover, replicaHandover } from "./handover";
 import { detectMemoryController, type MemoryCgroup, type MemoryDetection } from "../sandbox/cgroups";
 import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
 import { politeTargets, sandboxArgv } from "../sandbox/bwrap";
 import { defaultIdentity, findSandboxTools, type SandboxIdentity, type SandboxTools } from "../sandbox/users";
 import { NetnsError, type Netns, type SandboxNetwork } from "../sandbox";
 import { tcpAccepts } from "./probe";
-import { RuntimeError, type MemoryStatus, type OneOffResult, type ReplicaSpec, type ReplicaStatus, type RestartPolicy, type Runtime, type RuntimeHooks } from "./types";
+import { RuntimeError, type HandingOverRuntime, type MemoryStatus, type OneOffResult, type ReplicaHandover, type ReplicaSpec, type ReplicaStatus, type RestartPolicy, type RuntimeHooks } from "./types";
 
 export interface ProcessRuntimeOptions extends RuntimeHooks {
   /** How memory limits are enforced; detected on first use when omitted. */
@@ -41,16 +48,6 @@ export interface ProcessRuntimeOptions extends RuntimeHooks {
   limits?: SandboxLimits;
 }
 
-/** What every replica and one-off command gets unless its spec says otherwise. */
-export interface SandboxLimits {
-  /** Memory of a replica without `limits.memory_mb`, MiB (`OPS_REPLICA_MEMORY_MB`; 0 = none). */
-  memoryMb?: number;
-  /** `pids.max` of each sandbox (`OPS_SANDBOX_PIDS`; 0 = none). */
-  pids?: number;
-  /** Size of its /tmp tmpfs, MiB (`OPS_SANDBOX_TMP_MB`). */
-  tmpMb?: number;
-}
-
 const DEFAULT_RESTART: RestartPolicy = { initialMs: 1000, maxMs: 30_000, resetAfterMs: 60_000 };
 const READY_POLL_MS = 100;
 
@@ -59,7 +56,7 @@ interface Replica {
   status: ReplicaStatus;
   policy: RestartPolicy;
   delayMs: number;
-  run: RunningCommand | null;
+  run: KeptCommand | null;
   /** Bumped per run, so a stale readiness poll of an earlier run stops. */
   generation: number;
   cgroup: MemoryCgroup | null;
@@ -73,27 +70,10 @@ interface Replica {
   netns: Netns | null;
 }
 
-/** The command a replica runs: an override through `/bin/sh -c`, else the image's Entrypoint and Cmd. */
-export function replicaArgv(entrypoint: readonly string[], cmd: readonly string[], override: string | null | undefined): string[] {
-  if (override) return ["/bin/sh", "-c", override];
-  return [...entrypoint, ...cmd];
-}
-
+export { replicaArgv, replicaEnv, type SandboxLimits } from "./replica-env";
 export { freeLoopbackPort } from "./process";
 
-/** The environment of a replica: a minimal base, the image's Env, the caller's variables in order, then PORT. */
-export function replicaEnv(imageEnv: readonly string[], extra: ReadonlyArray<readonly [string, string]>, port: number): Record<string, string> {
-  const env: Record<string, string> = { PATH: DEFAULT_PATH, HOME: "/tmp" };
-  for (const e of imageEnv) {
-    const i = e.indexOf("=");
-    if (i > 0) env[e.slice(0, i)] = e.slice(i + 1);
-  }
-  for (const [k, v] of extra) env[k] = v;
-  env.PORT = String(port);
-  return env;
-}
-
-export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime {
+export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingOverRuntime {
   const replicas = new Map<string, Replica>();
   let memory: MemoryDetection | null = opts.memory ?? null;
   const note = (r: Replica, line: string) => opts.onLine?.(r.spec.id, "ops", line);
@@ -171,20 +151,25 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
     const command = inSandbox(image, replicaArgv(image.config.entrypoint, image.config.cmd, spec.command), r.cgroup, spec.labels?.service ?? "replica", r.pids, spec.labels ?? {}, r.netns);
     r.generation++;
     r.oomBase = r.cgroup?.oomKills() ?? 0;
-    const run = startCommand({
+    const run = startKeptCommand({
       command,
       cwd: "/",
       env: replicaEnv(image.config.env, spec.env ?? [], r.status.port),
       onLine: (stream, line) => opts.onLine?.(spec.id, stream, line),
       politeTargets,
     });
-    r.run = run;
     r.status.state = "starting";
     r.status.pid = run.pid;
     r.status.startedAt = Date.now();
     r.status.nextRestartAt = null;
+    watch(r, run);
     changed(r);
-    void watchReady(r, r.generation);
+  }
+
+  /** Supervise `run` as the replica's current process (started here, or adopted). */
+  function watch(r: Replica, run: KeptCommand): void {
+    r.run = run;
+    if (r.status.state === "starting") void watchReady(r, r.generation);
     r.exited = run.done.then((res) => onExit(r, res), (e) => onExit(r, { exitCode: null, signal: null, error: e }));
   }
 
@@ -248,7 +233,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
     }
   }
 
-  const runtime: Runtime = {
+  const runtime: HandingOverRuntime = {
     kind: "process",
 
     async start(spec) {
@@ -335,6 +320,42 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): Runtime 
 
     async stopAll(graceMs) {
       await Promise.all([...replicas.keys()].map((id) => runtime.stop(id, graceMs)));
+    },
+
+    handOver() {
+      const out: ReplicaHandover[] = [];
+      const fds: number[] = [];
+      for (const r of [...replicas.values()]) {
+        // Only a replica with a process of its own goes over; one stopping or waiting to restart is stopped as before.
+        if (!r.run || r.stopRequested || (r.status.state !== "running" && r.status.state !== "starting")) continue;
+        r.generation++; // its readiness poll ends
+        const h = replicaHandover(r, r.run);
+        out.push(h.record);
+        fds.push(...h.fds);
+        r.run = null;
+        replicas.delete(r.spec.id);
+      }
+      return { replicas: out, fds };
+    },
+
+    adopt(list) {
+      const results: Array<{ id: string; adopted: boolean; reason: string | null }> = [];
+      for (const h of list) {
+        const id = h.spec.id;
+        const parts = adoptableParts(h, opts.network, replicas.has(id));
+        if (parts.reason !== null) {
+          void discardHandover(h, parts.netns).catch((e) => opts.onLine?.(id, "ops", `could not clean up after it: ${(e as Error).message}`));
+          results.push({ id, adopted: false, reason: parts.reason });
+          continue;
+        }
+        const r: Replica = { ...parts, spec: h.spec, status: { ...h.status, labels: { ...h.status.labels } }, policy: h.policy, delayMs: h.delayMs, run: null, generation: 0, oomBase: h.oomBase, restartTimer: null, stopRequested: false, exited: null };
+        replicas.set(id, r);
+        watch(r, adoptCommand(h.command, { onLine: (stream, line) => opts.onLine?.(id, stream, line), politeTargets }));
+        note(r, `kept running across a restart of ops (pid ${h.command.pid})`);
+        changed(r);
+        results.push({ id, adopted: true, reason: null });
+      }
+      return results;
     },
 
     async run(spec) {

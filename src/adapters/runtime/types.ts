@@ -10,6 +10,8 @@
  * traffic goes belong to the caller.
  */
 import type { ImageConfig } from "../../domains/registries/service";
+import type { CommandHandover } from "./kept";
+import type { NetnsHandover } from "../sandbox/netns";
 
 export type { ImageConfig };
 
@@ -141,6 +143,37 @@ export interface Runtime {
   stopAll(graceMs?: number): Promise<void>;
   /** Run a one-off command in an image to completion (its output goes to `onLine` under `id`). */
   run(spec: OneOffSpec): Promise<OneOffResult>;
+}
+
+/**
+ * A live replica as the next image of ops takes it on after an exec (docs/decisions/0390): its
+ * spec (environment included: the hand-over lives in a memfd, never on disk), its state, its
+ * groups, its network namespace and its process with its output pipes.
+ */
+export interface ReplicaHandover {
+  spec: ReplicaSpec;
+  status: ReplicaStatus;
+  policy: RestartPolicy;
+  delayMs: number;
+  oomBase: number;
+  cgroup: { version: 1 | 2; dir: string } | null;
+  pids: { version: 1 | 2; dir: string; max: number; own: boolean } | null;
+  netns: NetnsHandover | null;
+  command: CommandHandover;
+}
+
+/** What `handOver` gives the exec: the replicas, and every descriptor that must stay open across it. */
+export interface RuntimeHandover {
+  replicas: ReplicaHandover[];
+  fds: number[];
+}
+
+/** Replicas that keep running while ops re-executes itself (the process runtime). */
+export interface HandingOverRuntime extends Runtime {
+  /** Stop watching every live replica and describe it for the next image; they leave this runtime (stopAll no longer stops them). */
+  handOver(): RuntimeHandover;
+  /** Take on the replicas the previous image handed over; what was not adoptable is stopped and cleaned up, with the reason. */
+  adopt(replicas: readonly ReplicaHandover[]): Array<{ id: string; adopted: boolean; reason: string | null }>;
 }
 
 export class RuntimeError extends Error {}

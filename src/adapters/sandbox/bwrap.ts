@@ -19,7 +19,8 @@
  * fixed empty directory in a private mount namespace of its own (`unshare --mount`, invisible to
  * the host), joins the memory cgroup, drops privileges and execs bwrap, which binds from there
  * (decision 0204). Each step `exec`s the next, so the process ops started
- * is bwrap itself (`--die-with-parent` then refers to ops).
+ * is bwrap itself (`--die-with-parent` then refers to ops; ops re-executing itself in place on
+ * `ops restart` does not end it: decision 0390).
  */
 import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, type Stats } from "node:fs";
 import path from "node:path";

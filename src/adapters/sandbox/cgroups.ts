@@ -164,6 +164,11 @@ function pids(procsFile: string): number[] {
   return read(procsFile).split("\n").filter(Boolean).map(Number);
 }
 
+/** The handle of an existing group (one the previous image of ops handed over, docs/decisions/0390). */
+export function openMemoryCgroup(version: 1 | 2, dir: string): MemoryCgroup {
+  return handle(version, dir);
+}
+
 function handle(version: 1 | 2, dir: string): MemoryCgroup {
   const procsFile = path.join(dir, "cgroup.procs");
   const oomFile = version === 2 ? path.join(dir, "memory.events") : path.join(dir, "memory.oom_control");
@@ -281,6 +286,8 @@ export function sweep(base: string): void {
 }
 
 let counterN = 0;
+/** Told apart per image of the process: groups an earlier image handed over keep their names (the pid stays across an exec). */
+export const IMAGE_TAG = Date.now().toString(36);
 const sanitize = (name: string) => name.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 200);
 
 function controllerIn(h: Hierarchy): MemoryController {
@@ -292,7 +299,7 @@ function controllerIn(h: Hierarchy): MemoryController {
   return {
     how: h.version === 2 ? "cgroup-v2" : "cgroup-v1",
     base,
-    create: (name, limitBytes) => makeGroup(h.version, path.join(base, `${process.pid}-${++counterN}-${sanitize(name)}`), limitBytes),
+    create: (name, limitBytes) => makeGroup(h.version, path.join(base, `${process.pid}-${IMAGE_TAG}${++counterN}-${sanitize(name)}`), limitBytes),
   };
 }
 

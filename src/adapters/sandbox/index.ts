@@ -1,7 +1,8 @@
 /**
  * The sandbox as ops's other parts use it: the host's network set-up for sandboxes
  * (`sandboxNetworkOf`), and each project's identity (identity.ts). One per Core; namespaces still
- * open when the Core closes are closed with it.
+ * open when the Core closes are closed with it, except those handed to the next image of ops on
+ * `ops restart` (decision 0390), which `adopt` takes on there.
  */
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, mkdirSync, writeFileSync } from "node:fs";
@@ -9,10 +10,10 @@ import path from "node:path";
 import type { Core } from "../../core/core";
 import { DEFAULT_PATH } from "../runtime/process";
 import { networkFiles, networkPolicy, type NetworkPolicy } from "./network";
-import { openNetns, NetnsError, type Netns } from "./netns";
+import { adoptNetns, netnsNotAdoptable, openNetns, NetnsError, type Netns, type NetnsHandover } from "./netns";
 
 export { projectIdentity } from "./identity";
-export type { Netns } from "./netns";
+export type { Netns, NetnsHandover } from "./netns";
 export { NetnsError } from "./netns";
 
 /** The /etc files a sandbox sees for its network (host paths, world-readable, nothing secret). */
@@ -30,6 +31,8 @@ export interface SandboxNetwork {
   readonly policy: NetworkPolicy;
   /** A namespace of its own (`forward`: with a host port into it), or null in `host` mode; throws NetnsError. */
   open(forward: boolean): Promise<Netns | null>;
+  /** Take on a namespace the previous image of ops handed over (docs/decisions/0390), or the reason it cannot. */
+  adopt(h: NetnsHandover): Netns | string;
   /** resolv.conf and hosts for a sandbox named `hostname`. */
   etc(hostname: string): NetworkEtc;
 }
@@ -64,6 +67,29 @@ export function sandboxNetworkOf(core: Core): SandboxNetwork {
       : path.join(core.config.dataDir, "run", "sandbox-etc");
   const written = new Map<string, NetworkEtc>();
   let closing = false;
+  // Closed with the Core unless handed over to the next image.
+  const track = (ns: Netns): Netns => {
+    // Registered at the first namespace, so it runs after the closers of those that opened
+    // them (the runtime stops its replicas in their namespaces first).
+    if (!closing) {
+      closing = true;
+      core.onClose.push(async () => {
+        await Promise.all([...open].map((n) => n.close()));
+      });
+    }
+    open.add(ns);
+    return {
+      ...ns,
+      close: async () => {
+        open.delete(ns);
+        await ns.close();
+      },
+      handOver: () => {
+        open.delete(ns);
+        return ns.handOver();
+      },
+    };
+  };
   const network: SandboxNetwork = {
     mode,
     refusal: typeof tools === "string" ? tools : null,
@@ -72,23 +98,11 @@ export function sandboxNetworkOf(core: Core): SandboxNetwork {
     async open(forward) {
       if (mode === "host") return null;
       if (typeof tools === "string" || tools === null) throw new NetnsError(network.refusal ?? "isolated networking is unavailable");
-      const ns = await openNetns({ ...tools, policy, forward });
-      // Registered at the first namespace, so it runs after the closers of those that opened
-      // them (the runtime stops its replicas in their namespaces first).
-      if (!closing) {
-        closing = true;
-        core.onClose.push(async () => {
-          await Promise.all([...open].map((n) => n.close()));
-        });
-      }
-      open.add(ns);
-      return {
-        ...ns,
-        close: async () => {
-          open.delete(ns);
-          await ns.close();
-        },
-      };
+      return track(await openNetns({ ...tools, policy, forward }));
+    },
+    adopt(h) {
+      const why = netnsNotAdoptable(h);
+      return why ?? track(adoptNetns(h));
     },
     etc(hostname) {
       const known = written.get(hostname);

@@ -14,7 +14,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { delegateV2, enableController, groupDir, parseMountinfo, sweep, type CgroupHow, type DetectOptions, type MemoryCgroup } from "./cgroups";
+import { IMAGE_TAG, delegateV2, enableController, groupDir, parseMountinfo, sweep, type CgroupHow, type DetectOptions, type MemoryCgroup } from "./cgroups";
 
 export interface PidsGroup {
   readonly max: number;
@@ -76,6 +76,11 @@ export function pidsHierarchy(opts: DetectOptions = {}): PidsHierarchy | { reaso
   if (v1 && ownV1) return { version: 1, own: groupDir(v1, ownV1.path) };
   reasons.push("no cgroup v1 pids controller is mounted");
   return { reason: reasons.join("; ") };
+}
+
+/** The handle of an existing group (one the previous image of ops handed over, docs/decisions/0390). */
+export function openPidsGroup(version: 1 | 2, dir: string, max: number, own: boolean): PidsGroup {
+  return handle(version, dir, max, own);
 }
 
 function handle(version: 1 | 2, dir: string, max: number, own: boolean): PidsGroup {
@@ -153,7 +158,7 @@ export function createPidsGroup(name: string, max: number, opts: { beside?: Memo
       if (h.version === 2) enableController(base, "pids");
       sweep(base);
     }
-    return { group: makeGroup(h, path.join(base, opts.under ? `${process.pid}-${++counterN}-${safe}` : safe), max), reason: null };
+    return { group: makeGroup(h, path.join(base, opts.under ? `${process.pid}-${IMAGE_TAG}${++counterN}-${safe}` : safe), max), reason: null };
   } catch (e) {
     return { group: null, reason: `cgroup v${h.version} pids at ${h.own} is not writable (${errText(e)})` };
   }

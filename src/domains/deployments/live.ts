@@ -1,6 +1,7 @@
 /**
  * The live side of a service: which replicas serve it now (in memory: they are children of this
- * process and die with it), the environment they get, the routes the ingress gives them, and a
+ * process and die with it, except across `ops restart`, where recover.ts rebuilds it from the
+ * replicas the runtime kept), the environment they get, the routes the ingress gives them, and a
  * lock so one rollout or reconcile at a time changes a service.
  *
  * A replica's environment, later entries winning: the image's `Env` (the runtime), the env
@@ -100,6 +101,12 @@ export async function startReplicas(core: Core, addr: ServiceAddress, service: R
     throw e;
   }
   return started;
+}
+
+/** Replica ids end in `-<seq>`: after `ops restart`, new ones count on from the kept ones' highest. */
+export function noteReplicaSeq(core: Core, id: string): void {
+  const seq = Number(/-(\d+)$/.exec(id)?.[1] ?? 0);
+  if (seq > ((core.locals.get(SEQ) as number | undefined) ?? 0)) core.locals.set(SEQ, seq);
 }
 
 /** Stop replicas (SIGTERM, `graceMs`, SIGKILL); resolves once they are gone. */
