@@ -5,9 +5,10 @@
  * re-executes ops, and a second loop watches ops's own /readyz. Checked: the app's process is the
  * same one after, every failed request was sent while ops's own listener was down (between its last
  * ready answer before and its first after) and no more failed than were sent then, no numbered
- * line is lost and those written after the restart are searchable, a later `replicas: 0` stops the
- * adopted process, new replicas start beside the kept ones' ids, and SIGTERM still stops every
- * process ops started.
+ * line is lost and those written after the restart are searchable; a crash of the adopted process
+ * restarts it the usual way in its namespace, and it survives a second restart; a later
+ * `replicas: 0` stops the adopted process, new replicas start beside the kept ones' ids, and
+ * SIGTERM still stops every process ops started.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { chmodSync, readFileSync, rmSync } from "node:fs";
@@ -190,7 +191,22 @@ describe("ops restart keeps apps running", () => {
     expect(numbers).toEqual(Array.from({ length: numbers.length }, (_, i) => first + i));
   });
 
-  test("the adopted replica: replicas 0 stops its process; 1 starts a new one beside; SIGTERM stops every process ops started", async () => {
+  test("the adopted replica: a crash restarts it in its namespace; a second restart keeps it; replicas 0 stops it; 1 starts a new one beside; SIGTERM stops every process ops started", async () => {
+    // A crash of the adopted process is seen (waitpid) and restarted the usual way, on the same port.
+    const adopted = appPid()!;
+    await via("/crash").catch(() => null);
+    await until("the crashed replica to answer again", async () => appPid() !== adopted && appPid() !== null && (await via("/version").then((r) => r.status === 200, () => false)));
+    const status = await api("GET", `/api/v1/projects/${slug}/resources/service/web`);
+    expect(JSON.stringify(status.body)).toContain('"restarts":1');
+    // Handed over a second time: the restarted process survives a restart too.
+    const again = appPid()!;
+    let out = "";
+    const code = await runCli(["restart", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`], { stdout: (x) => (out += x), stderr: (x) => (out += x), env: {}, cwd: ROOT });
+    expect(out).toContain("restarted");
+    expect(code).toBe(0);
+    await until("the app to answer after the second restart", () => via("/version").then((r) => r.status === 200, () => false));
+    expect(appPid()).toBe(again);
+
     const kept = appPid()!;
     expect((await api("PUT", `/api/v1/projects/${slug}/resources/service/web`, spec(0))).status).toBe(200);
     await until("the adopted app's process to end", () => gone(kept));
