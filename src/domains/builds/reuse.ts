@@ -110,7 +110,7 @@ export function isParked(row: Pick<BuildRow, "status" | "reuseOf" | "stepItem">)
 
 /**
  * What the clone step found about its inputs, decided in the transaction that records the step
- * (`decideClaimIn`): its key, a finished build whose signed image was verified for reuse, and
+ * (`settleClaimIn`): its key, a finished build whose signed image was verified for reuse, and
  * what to say when another build of the commit has other inputs.
  */
 export interface ClaimDraft {
@@ -177,11 +177,6 @@ export async function prepareClaim(core: Core, row: BuildRow, plan: BuildPlan, l
 }
 
 /**
- * The claim, inside the transaction that records the clone step: follow the verified donor, else
- * a build with the same key that makes its own image and still works, else lead. Records the key
- * on the row. Transactions are serialized, so of two builds that claim at once one leads.
- */
-/**
  * Whether another image build of this commit and service may serve this one (its key recorded;
  * signed, or still making its image): the clone then reads `ops.toml` and claims before it
  * fetches, and fetches only if it leads.
@@ -210,6 +205,11 @@ export function settleClaimIn(core: Core, t: Tx, row: BuildRow, draft: ClaimDraf
   return { kind: "lead", leader: null, line: decided.line };
 }
 
+/**
+ * The claim, inside the transaction that records the clone step: follow the verified donor, else
+ * a build with the same key that makes its own image and still works, else lead. Records the key
+ * on the row. Transactions are serialized, so of two builds that claim at once one leads.
+ */
 function decideClaimIn(t: Tx, row: Pick<BuildRow, "id" | "projectId" | "commitSha">, draft: ClaimDraft): ClaimDecision {
   const buildId = row.id;
   const set = (reuseOf: number | null) => t.update(builds).set({ inputKey: draft.key, inputParts: JSON.stringify(draft.parts), reuseOf }).where(eq(builds.id, buildId)).run();
