@@ -103,7 +103,7 @@ describe("hand-overs that are not this process's", () => {
       command: { pid, pidStart, stdout: { fd: p.read, ident, pending: "" }, stderr: { fd: p.read, ident, pending: "" } },
     };
   };
-  const handoverEnv = (ops: { pid: number; start: string }, dataDir: string, replicas: ReplicaHandover[]) => ({ [HANDOVER_ENV]: String(memfdWith(JSON.stringify({ ops: { ...ops, dataDir }, replicas }))) });
+  const handoverEnv = (ops: { pid: number; start: string }, dataDir: string, replicas: ReplicaHandover[]) => ({ [HANDOVER_ENV]: String(memfdWith(JSON.stringify({ format: 1, ops: { ...ops, dataDir }, replicas }))) });
 
   test("a replica whose pid is another process now is not adopted, and that process is left alone", async () => {
     const other = sleeper();
@@ -136,7 +136,7 @@ describe("hand-overs that are not this process's", () => {
     own.kill("SIGKILL");
   });
 
-  test("a hand-over of this process for another data dir is refused; for this one its replicas are claimed once", () => {
+  test("a hand-over of this process for another data dir or format is refused; for this one its replicas are claimed once", async () => {
     const me = { pid: process.pid, start: startTimeOf(process.pid)! };
     const r = record(process.pid, me.start);
     expect(claimHandover("/tmp/a", handoverEnv(me, "/tmp/b", [r]))?.refused).toBe("it is of another data dir (/tmp/b)");
@@ -144,5 +144,11 @@ describe("hand-overs that are not this process's", () => {
     expect(takeClaimedReplicas("/tmp/b")).toEqual([]);
     expect(takeClaimedReplicas("/tmp/a").map((x) => x.spec.id)).toEqual(["shop.production.web.1-1"]);
     expect(takeClaimedReplicas("/tmp/a")).toEqual([]);
+    // Another version's hand-over (an upgrade that changed its shape) is refused and its replica ended.
+    const older = sleeper();
+    const env = { [HANDOVER_ENV]: String(memfdWith(JSON.stringify({ format: 0, ops: { ...me, dataDir: "/tmp/a" }, replicas: [record(older.pid, startTimeOf(older.pid)!)] }))) };
+    expect(claimHandover("/tmp/a", env)?.refused).toBe("it is of another format (0, this binary reads 1)");
+    expect(takeClaimedReplicas("/tmp/a")).toEqual([]);
+    expect(await Promise.race([older.exited.then(() => "stopped"), Bun.sleep(5000).then(() => "running")])).toBe("stopped");
   });
 });

@@ -19,14 +19,18 @@ import type { ReplicaHandover, RuntimeHandover } from "./types";
 
 export const HANDOVER_ENV = "OPS_HANDOVER_FD";
 
+/** Bumped when the hand-over's shape changes: a binary refuses (and stops) what it cannot read, and starts the services again. */
+export const HANDOVER_FORMAT = 1;
+
 interface HandoverFile {
+  format: number;
   ops: { pid: number; start: string; dataDir: string };
   replicas: ReplicaHandover[];
 }
 
 /** Write `h` for the next image: returns the memfd and the environment entry naming it; call right before execve. */
 export function prepareHandover(dataDir: string, h: RuntimeHandover): { env: Record<string, string>; fds: number[] } {
-  const body: HandoverFile = { ops: { pid: process.pid, start: startTimeOf(process.pid) ?? "", dataDir: path.resolve(dataDir) }, replicas: h.replicas };
+  const body: HandoverFile = { format: HANDOVER_FORMAT, ops: { pid: process.pid, start: startTimeOf(process.pid) ?? "", dataDir: path.resolve(dataDir) }, replicas: h.replicas };
   const fd = memfdWith(JSON.stringify(body));
   const fds = [...h.fds, fd];
   for (const f of fds) setCloexec(f, false);
@@ -57,6 +61,11 @@ export function claimHandover(dataDir: string, env: Record<string, string | unde
     closeSync(fd);
   } catch (e) {
     return { replicas: 0, refused: `could not read the hand-over (fd ${raw}): ${(e as Error).message}` };
+  }
+  if (file.format !== HANDOVER_FORMAT || !Array.isArray(file.replicas)) {
+    // Another version's hand-over: its descriptors are unknown here, so only its processes can be ended.
+    for (const r of Array.isArray(file.replicas) ? file.replicas : []) if (r?.command?.pid && startTimeOf(r.command.pid) === r.command.pidStart) signal(-r.command.pid, "SIGKILL");
+    return { replicas: 0, refused: `it is of another format (${String(file.format)}, this binary reads ${HANDOVER_FORMAT})` };
   }
   for (const r of file.replicas) for (const f of ownFds(r)) setCloexec(f, true);
   const refused =
