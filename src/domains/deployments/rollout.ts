@@ -14,8 +14,9 @@
  *   starting or releasing fails (image, sandbox, sealed secrets, a release step) → failed,
  *            `failure_kind: deploy`
  *
- * Replicas are children of this process and die with it, so a rollout interrupted by a restart
- * starts again from `queued` (see recover.ts); the item carries a token and an item whose token is
+ * Replicas are children of this process and die with it (only `ops restart` hands them to the
+ * next image, and then only the current deployment's are kept), so a rollout interrupted by a
+ * restart starts again from `queued` (see recover.ts); the item carries a token and an item whose token is
  * not the deployment's any more does nothing. One rollout or reconcile per service at a time
  * (`withServiceLock`). Its start and its end are reported to the code host (host.ts).
  */
