@@ -6,12 +6,12 @@
  */
 import { useState } from "preact/hooks";
 import { api, type Token } from "../api";
-import { Alert, when } from "../ui";
+import { when } from "../ui";
 import { routeEnvironment, type Access } from "../access";
 import type { SectionProps } from "../frame";
 import { Action, Denied } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
-import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
+import { Empty, Outcome, Pending, Scroll, useActions, useLoad } from "../widgets/load";
 import { AccessTabs, type Member, type Role } from "../widgets/access-shapes";
 
 interface Candidate {
@@ -39,25 +39,9 @@ export function AccessPage(props: SectionProps) {
       ]),
     [slug],
   );
-  const [ok, setOk] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [removing, setRemoving] = useState<Member | null>(null);
-  const [busy, setBusy] = useState(false);
-
-  async function act(what: () => Promise<string>) {
-    setBusy(true);
-    setError(null);
-    setOk(null);
-    try {
-      setOk(await what());
-      await loaded.reload();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-      setRemoving(null);
-    }
-  }
+  const actions = useActions(loaded.reload, { settle: () => setRemoving(null) });
+  const { busy, run: act } = actions;
 
   if (!loaded.data) {
     return (
@@ -73,8 +57,7 @@ export function AccessPage(props: SectionProps) {
     <section aria-labelledby="members-title">
       <AccessTabs slug={slug} current="members" />
       <h2 id="members-title">Members</h2>
-      {error && <Alert>{error}</Alert>}
-      {ok && <Alert kind="ok">{ok}</Alert>}
+      <Outcome of={actions} />
       {removing && (
         <Confirm title={`Remove ${removing.display_name}?`} yes="Yes, remove" danger busy={busy} onConfirm={() => void act(async () => (await api("DELETE", `${base}/members/${removing.operator_id}`), `${removing.display_name} is no longer a member.`))} onCancel={() => setRemoving(null)}>
           <p>They lose their {removing.role_name} role in {slug} at once. Tokens they minted for the project stop working for it.</p>

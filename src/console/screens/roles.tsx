@@ -7,12 +7,12 @@
  */
 import { useState } from "preact/hooks";
 import { api } from "../api";
-import { Alert, when } from "../ui";
+import { when } from "../ui";
 import { routeEnvironment } from "../access";
 import type { SectionProps } from "../frame";
 import { Action, Denied } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
-import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
+import { Empty, Outcome, Pending, Scroll, useActions, useLoad } from "../widgets/load";
 import { AccessTabs, PermissionPicker, type Permission, type Policy, type Role } from "../widgets/access-shapes";
 
 const ENV = routeEnvironment();
@@ -23,25 +23,9 @@ export function RolesPage(props: SectionProps) {
   const loaded = useLoad(() => Promise.all([api<Role[]>("GET", `${base}/roles`), api<Permission[]>("GET", "/api/v1/permissions"), api<Policy[]>("GET", `${base}/environment-policies`)]), [slug]);
   const [editing, setEditing] = useState<Role | "new" | null>(null);
   const [deleting, setDeleting] = useState<Role | null>(null);
-  const [ok, setOk] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
 
-  async function act(what: () => Promise<string>) {
-    setBusy(true);
-    setError(null);
-    setOk(null);
-    try {
-      setOk(await what());
-      setEditing(null);
-      await loaded.reload();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-      setDeleting(null);
-    }
-  }
+  const actions = useActions(loaded.reload, { succeeded: () => setEditing(null), settle: () => setDeleting(null) });
+  const { busy, run: act } = actions;
 
   if (!loaded.data) {
     return (
@@ -63,8 +47,7 @@ export function RolesPage(props: SectionProps) {
           New role
         </Action>
       </div>
-      {error && <Alert>{error}</Alert>}
-      {ok && <Alert kind="ok">{ok}</Alert>}
+      <Outcome of={actions} />
       {deleting && (
         <Confirm title={`Delete the role ${deleting.display_name}?`} yes="Yes, delete" danger busy={busy} onConfirm={() => void act(async () => (await api("DELETE", `${base}/roles/${deleting.id}`), `The role ${deleting.display_name} is deleted.`))} onCancel={() => setDeleting(null)}>
           <p>{deleting.members > 0 ? `${deleting.members} member(s) still hold it: the server refuses until they have another role.` : "No member holds it."}</p>

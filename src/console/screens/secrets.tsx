@@ -15,7 +15,7 @@ import type { SectionProps } from "../frame";
 import { EnvironmentPicker } from "../widgets/environment-picker";
 import { Action, Denied } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
-import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
+import { Empty, Outcome, Pending, Scroll, errorText, useActions, useLoad } from "../widgets/load";
 import { parseDotenv } from "../widgets/dotenv";
 import { resourceApi, type Resource } from "../widgets/resources";
 import { SecretTabs, ValueField } from "../widgets/secrets";
@@ -107,27 +107,15 @@ function Group(props: { slug: string; env: string; access: Access; group: Resour
   const name = props.group.name;
   const base = (rest: string) => resourceApi(props.slug, "secret-group", name, props.env, rest);
   const loaded = useLoad(() => Promise.all([api<Variable[]>("GET", base("/variables")), api<Rendered[]>("GET", base("/versions"))]), [props.slug, props.env, name]);
-  const [ok, setOk] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [removing, setRemoving] = useState<string | null>(null);
   const [rotating, setRotating] = useState(false);
-  const [busy, setBusy] = useState(false);
-
-  async function act(what: () => Promise<string>) {
-    setBusy(true);
-    setError(null);
-    setOk(null);
-    try {
-      setOk(await what());
-      await loaded.reload();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
+  const actions = useActions(loaded.reload, {
+    settle: () => {
       setRemoving(null);
       setRotating(false);
-    }
-  }
+    },
+  });
+  const { busy, run: act } = actions;
   const remove = (key: string) => act(async () => (await api("DELETE", base(`/variables/${encodeURIComponent(key)}`)), `${key} was deleted.`));
   const rotate = () =>
     act(async () => {
@@ -144,8 +132,7 @@ function Group(props: { slug: string; env: string; access: Access; group: Resour
     <>
       <section class="card" aria-labelledby="vars-title">
         <h3 id="vars-title">Variables of {name}</h3>
-        {error && <Alert>{error}</Alert>}
-        {ok && <Alert kind="ok">{ok}</Alert>}
+        <Outcome of={actions} />
         {removing && (
           <Confirm title={`Delete ${removing}?`} yes="Yes, delete" danger busy={busy} onConfirm={() => void remove(removing)} onCancel={() => setRemoving(null)}>
             <p>Its value and its declaration leave the group. Services keep the rendered version they mount until the next rotation.</p>

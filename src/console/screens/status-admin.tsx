@@ -7,11 +7,11 @@
  */
 import { useState } from "preact/hooks";
 import { api, type Me, type PublicStatus } from "../api";
-import { Alert, Link, StateBadge, when } from "../ui";
+import { Link, StateBadge, when } from "../ui";
 import { accessOf } from "../access";
 import { Denied } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
-import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
+import { Empty, Outcome, Pending, Scroll, useActions, useLoad } from "../widgets/load";
 import { BackupsCard, UpdateCard } from "../widgets/appliance";
 
 interface Component {
@@ -28,22 +28,10 @@ export function StatusAdminPage(props: { me: Me }) {
   const access = accessOf(props.me, null);
   const allowed = access.can("estate.manage", null);
   const loaded = useLoad(() => (allowed ? Promise.all([api<Component[]>("GET", "/api/v1/status/components"), api<PublicStatus>("GET", "/api/v1/status/public", undefined, true)]) : Promise.resolve(null)), [allowed]);
-  const [ok, setOk] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [removing, setRemoving] = useState<Component | null>(null);
 
-  async function act(what: () => Promise<string>) {
-    setError(null);
-    setOk(null);
-    try {
-      setOk(await what());
-      await loaded.reload();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setRemoving(null);
-    }
-  }
+  const actions = useActions(loaded.reload, { settle: () => setRemoving(null) });
+  const act = actions.run;
 
   const heading = (
     <h1 id="status-admin-title">
@@ -70,8 +58,7 @@ export function StatusAdminPage(props: { me: Me }) {
   return (
     <section aria-labelledby="status-admin-title">
       {heading}
-      {error && <Alert>{error}</Alert>}
-      {ok && <Alert kind="ok">{ok}</Alert>}
+      <Outcome of={actions} />
       {removing && (
         <Confirm title={`Remove ${removing.name}?`} yes="Yes, remove" danger onConfirm={() => void act(async () => (await api("DELETE", `/api/v1/status/components/${removing.slug}`), `${removing.name} is no longer on the status page.`))} onCancel={() => setRemoving(null)}>
           <p>It leaves the public page; its past incidents go with it.</p>

@@ -40,6 +40,51 @@ export function useLoad<T>(fetcher: () => Promise<T>, deps: readonly unknown[]):
   return { data, error, reload, set: setData };
 }
 
+/** A page's changes: one at a time, the outcome shown above the page, the data read again after. */
+export interface Actions {
+  busy: boolean;
+  ok: string | null;
+  error: string | null;
+  /** Run `what`, whose answer is the success message; on success the page's data is read again. */
+  run(what: () => Promise<string>): Promise<void>;
+}
+
+/**
+ * The change handling every editing page shares. `settle` runs after each change, done or failed
+ * (close a confirmation); `succeeded` only after one that worked (close a form).
+ */
+export function useActions(reload: () => Promise<void>, hooks: { settle?(): void; succeeded?(): void } = {}): Actions {
+  const [busy, setBusy] = useState(false);
+  const [ok, setOk] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  async function run(what: () => Promise<string>) {
+    setBusy(true);
+    setError(null);
+    setOk(null);
+    try {
+      setOk(await what());
+      hooks.succeeded?.();
+      await reload();
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+      hooks.settle?.();
+    }
+  }
+  return { busy, ok, error, run };
+}
+
+/** The outcome of the last change: its error, or its success message. */
+export function Outcome(props: { of: Actions }) {
+  return (
+    <>
+      {props.of.error && <Alert>{props.of.error}</Alert>}
+      {props.of.ok && <Alert kind="ok">{props.of.ok}</Alert>}
+    </>
+  );
+}
+
 /** The placeholder while `what` loads (its height reserved), or the error that stopped it. */
 export function Pending(props: { what: string; error: string | null; tall?: boolean }) {
   if (props.error) return <Alert>{props.error}</Alert>;
