@@ -130,4 +130,17 @@ describe("request heads", () => {
     const r = parseRequestHead("GET /caf\xe9 HTTP/1.1\r\nHost: a\r\nX: \xe9");
     expect([r.target, r.ascii, kept(r)]).toEqual(["/caf\xe9", false, "\r\nHost: a\r\nX: \xe9"]);
   });
+
+  test("every field line is a token, a colon and a value of tab, visible ASCII or obs-text, whatever line it is on", () => {
+    const bad = ["X: a\x7fb", "X: a\x01b", "X: a\x1fb", ": v", "X", "X\r\n", "X: a\r", "X: a\r\r\nY: b", "X: a\n", "X: \u0100", "X\u0100: a", "X(: a", "X: a\r\n\r\nY: b", "X: a\r\n"];
+    for (const f of bad) {
+      expect([f, refused(`GET / HTTP/1.1\r\n${f}\r\nHost: a`)]).toEqual([f, 400]);
+      expect([f, refused(`GET / HTTP/1.1\r\nHost: a\r\n${f}`)]).toEqual([f, 400]);
+    }
+    // A malformed field line is refused as such before the method is looked at.
+    expect(refused("CONNECT a:443 HTTP/1.1\r\nHost: a\r\nX: a\0b")).toBe(400);
+    const ok = parseRequestHead("GET / HTTP/1.1\r\nHost: a\r\nX:\r\nY:\t tab\t\r\nZ: ~!\x80\xff");
+    expect([ok.ascii, kept(ok)]).toEqual([false, "\r\nHost: a\r\nX:\r\nY:\t tab\t\r\nZ: ~!\x80\xff"]);
+    expect(parseRequestHead("GET / HTTP/1.1\r\nHost: a\r\nX: ~").ascii).toBe(true);
+  });
 });

@@ -18,13 +18,6 @@ import { carriesOpsCredential, withoutSessionCookie } from "./credentials";
 export const TCHAR = new Uint8Array(256);
 for (const ch of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") TCHAR[ch.charCodeAt(0)] = 1;
 
-/**
- * The field lines after the start line, each `\r\n` + token + `:` + value (no whitespace before
- * the colon, no obs-fold, no bare CR or LF, no NUL or other controls but tab).
- */
-const FIELD_LINES = /(?:\r\n[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*)*$/y;
-/** The same, ASCII only (most heads). */
-const ASCII_FIELD_LINES = /(?:\r\n[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e]*)*$/y;
 /** A Host value: a reg-name or IPv4 address, or a bracketed IPv6 literal, with an optional port. */
 const HOST_VALUE = /^(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 
@@ -220,17 +213,6 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
   const mEnd = methodEnd;
   const tEnd = line >> 2;
   let ascii = (line & 1) === 1;
-  if (nl >= 0) {
-    ASCII_FIELD_LINES.lastIndex = nl;
-    if (!ASCII_FIELD_LINES.test(head)) {
-      FIELD_LINES.lastIndex = nl;
-      if (!FIELD_LINES.test(head)) throw bad("a header field is malformed");
-      ascii = false;
-    }
-  }
-  const method = methodOf(head, mEnd);
-  if (method === "CONNECT") throw new HttpError(405, "the ingress does not tunnel CONNECT");
-  if (method === "TRACE") throw new HttpError(405, "the ingress does not answer TRACE");
   const http10 = (line & 2) === 0;
 
   let host: string | null = null;
@@ -247,11 +229,37 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
   // Ranges of kept lines; a dropped line ends the current range.
   const keep: number[] = [];
   let runStart = eol;
+  let malformed = false;
+  const n = head.length;
   let at = nl;
   while (at >= 0) {
-    const next = head.indexOf("\r\n", at + 2);
-    const end = next < 0 ? head.length : next;
-    const colon = head.indexOf(":", at + 2);
+    // One pass over the line checks it and finds its colon and its end (no regex, no search). A
+    // field line is CRLF, a token, a colon, then tab, visible ASCII or obs-text up to the next CRLF
+    // or the end: no whitespace before the colon, no obs-fold, no bare CR or LF, no NUL or other
+    // controls but tab (decision 0249).
+    let i = at + 2;
+    while (i < n && TCHAR[head.charCodeAt(i)] === 1) i++;
+    if (i === at + 2 || head.charCodeAt(i) !== 58 /* : */) {
+      malformed = true;
+      break;
+    }
+    const colon = i;
+    for (i++; i < n; i++) {
+      const c = head.charCodeAt(i);
+      if (c === 13) break;
+      if ((c < 32 && c !== 9) || c === 127 || c > 255) {
+        malformed = true;
+        break;
+      }
+      if (c > 127) ascii = false;
+    }
+    if (malformed) break;
+    if (i < n && head.charCodeAt(i + 1) !== 10) {
+      malformed = true;
+      break;
+    }
+    const next = i < n ? i : -1;
+    const end = i;
     const candidates = BY_LENGTH[colon - at - 2];
     let drop = false;
     if (candidates !== undefined) {
@@ -340,6 +348,11 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
     }
     at = next;
   }
+  // Checked in this order: a malformed field line (400) before the method (405).
+  if (malformed) throw bad("a header field is malformed");
+  const method = methodOf(head, mEnd);
+  if (method === "CONNECT") throw new HttpError(405, "the ingress does not tunnel CONNECT");
+  if (method === "TRACE") throw new HttpError(405, "the ingress does not answer TRACE");
   if (head.length > runStart) keep.push(runStart, head.length);
 
   if (hosts > 1) throw bad("the request has more than one Host field");
