@@ -191,7 +191,7 @@ describe("ops restart keeps apps running", () => {
     expect(numbers).toEqual(Array.from({ length: numbers.length }, (_, i) => first + i));
   });
 
-  test("the adopted replica: a crash restarts it in its namespace; a second restart keeps it; replicas 0 stops it; 1 starts a new one beside; SIGTERM stops every process ops started", async () => {
+  test("the adopted replica: a crash restarts it in its namespace; a second restart keeps it; replicas 0 stops it; 1 starts a new one beside; SIGTERM stops every process ops started, kept ones too", async () => {
     // A crash of the adopted process is seen (waitpid) and restarted the usual way, on the same port.
     const adopted = appPid()!;
     await via("/crash").catch(() => null);
@@ -220,6 +220,10 @@ describe("ops restart keeps apps running", () => {
     expect(fresh).not.toBe(kept);
     expect(serverErr.join("")).not.toContain("already live");
 
+    // Kept across one more restart, then SIGTERM: the adopted replica and its namespace end too.
+    expect(await runCli(["restart", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`], { stdout: () => {}, stderr: () => {}, env: {}, cwd: ROOT })).toBe(0);
+    await until("the app to answer after the third restart", () => via("/version").then((r) => r.status === 200, () => false));
+    expect(appPid()).toBe(fresh);
     const below = descendants(server!.pid).map((p) => p.pid);
     expect(below.length).toBeGreaterThan(2); // pasta, its holder, the sandbox and the app at least
     server!.kill("SIGTERM");
