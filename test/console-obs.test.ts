@@ -120,6 +120,20 @@ describe("observability pages in chromium", () => {
     await page.close();
   }, 60_000);
 
+  test("Logs: a line's control characters and bidirectional override are shown, not obeyed", async () => {
+    // What a visitor can make an app log: an override that would show "moc.live" as "evil.com", an escape sequence.
+    const hostile = "visitor said \u202emoc.live\u202c and \u001b]0;title\u0007 done";
+    await exportLogs(t.url, makeLogs({ "service.name": "worker", "deployment.environment.name": "production" }, [{ body: hostile, severityNumber: SeverityNumber.INFO, timestamp: Date.now() - 1000 }], "worker.http"), { encoding: "json", token });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/projects/web-shop/logs?range=1h&q=visitor+said`);
+    const msg = page.locator("ol.log-lines .msg").first();
+    await msg.getByText("visitor said").waitFor();
+    expect(await msg.textContent()).toBe("visitor said \\u202emoc.live\\u202c and \\u001b]0;title\\u0007 done");
+    expect(await msg.locator(".ctl").count()).toBe(4);
+    expect(await msg.locator(".ctl").first().getAttribute("title")).toBe("U+202E");
+    await page.close();
+  }, 60_000);
+
   test("Logs: the live tail shows a line sent while it polls", async () => {
     const page = await context.newPage();
     await page.goto(`${t.url}/projects/web-shop/logs?service=worker&range=1h`);

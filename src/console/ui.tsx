@@ -3,6 +3,7 @@
  */
 import type { ComponentChildren } from "preact";
 import { encode } from "uqr";
+import { TERMINAL_UNSAFE } from "../core/terminal-text";
 
 /** Client-side navigation without a full page load. */
 export function navigate(to: string): void {
@@ -72,3 +73,28 @@ export function StateBadge(props: { state: "operational" | "degraded" | "down" }
   const label = { operational: "Operational", degraded: "Degraded", down: "Down" }[props.state];
   return <span class={`badge badge-${props.state}`}>{label}</span>;
 }
+
+/**
+ * Text a project or a visitor wrote (a log line, a commit subject), with its control characters
+ * and bidirectional marks shown as `\u202e`-style tokens instead of acting on the page: an
+ * override could otherwise reverse what follows it and make a line read as something else
+ * (core/terminal-text.ts; the CLI does the same). Newlines and tabs stay.
+ */
+export function Shown(props: { text: string }) {
+  const parts: ComponentChildren[] = [];
+  let last = 0;
+  for (const m of props.text.matchAll(TERMINAL_UNSAFE)) {
+    if (m[0] === "\n" || m[0] === "\t") continue;
+    if (m.index > last) parts.push(props.text.slice(last, m.index));
+    const code = m[0].charCodeAt(0).toString(16).padStart(4, "0");
+    parts.push(
+      <span class="ctl" title={`U+${code.toUpperCase()}`}>
+        {`\\u${code}`}
+      </span>,
+    );
+    last = m.index + m[0].length;
+  }
+  if (last < props.text.length) parts.push(props.text.slice(last));
+  return <>{parts}</>;
+}
+

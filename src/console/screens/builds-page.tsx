@@ -6,7 +6,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
-import { Alert, Link, navigate, when } from "../ui";
+import { Alert, Link, Shown, navigate, when } from "../ui";
 import type { ProjectInfo } from "../frame";
 import type { Access } from "../access";
 import { Action } from "../widgets/guard";
@@ -125,7 +125,9 @@ function BuildLog(props: { slug: string; id: string }) {
         {lines.map((l) => (
           <div key={l.seq} class={`log-line level-${l.level}`}>
             <span class="log-step">{l.step}</span>
-            <span class="log-text">{l.line}</span>
+            <span class="log-text">
+              <Shown text={l.line} />
+            </span>
           </div>
         ))}
       </pre>
@@ -201,7 +203,7 @@ export function BuildPage(props: { project: ProjectInfo; id: string; access: Acc
       <dl class="facts">
         <dt>Commit</dt>
         <dd>
-          <code>{b.commit_sha.slice(0, 12)}</code> {b.message} {b.branch && <span class="tag">{b.branch}</span>}
+          <code>{b.commit_sha.slice(0, 12)}</code> <Shown text={b.message} /> {b.branch && <span class="tag">{b.branch}</span>}
         </dd>
         {b.kind === "publish" && (
           <>

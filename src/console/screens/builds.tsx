@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
-import { Alert, Link, ago, navigate } from "../ui";
+import { Alert, Link, Shown, ago, navigate } from "../ui";
 import type { SectionProps } from "../frame";
 import { EnvironmentPicker } from "../widgets/environment-picker";
 import { Denied } from "../widgets/guard";
@@ -109,7 +109,7 @@ export function BuildList(props: SectionProps) {
                   <BuildBadge status={b.status} />
                 </td>
                 <td class="commit">
-                  <code>{b.commit_sha.slice(0, 7)}</code> {b.message}
+                  <code>{b.commit_sha.slice(0, 7)}</code> <Shown text={b.message} />
                   {b.branch && b.kind !== "publish" && <span class="tag">{b.branch}</span>}
                 </td>
                 <td>{b.author}</td>

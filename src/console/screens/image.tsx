@@ -8,7 +8,7 @@
  * against the registry before anything runs, whatever this page says.
  */
 import { api } from "../api";
-import { Link, when } from "../ui";
+import { Link, Shown, when } from "../ui";
 import type { Access } from "../access";
 import type { SectionProps } from "../frame";
 import type { Build } from "../widgets/builds";
@@ -140,7 +140,9 @@ export function ImagePage(props: SectionProps) {
                               <Link href={`/projects/${slug}/builds/${b.id}`}>{`${b.id} (${b.environment})`}</Link>
                             </span>
                           ))}
-                      {r.builds[0] && <div class="hint">{r.builds[0].message}</div>}
+                      {r.builds[0] && <div class="hint">
+                          <Shown text={r.builds[0].message} />
+                        </div>}
                     </td>
                     <td>{when(r.pushedAt)}</td>
                     <td>{r.size ? bytes(r.size) : "—"}</td>

@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
-import { Alert, Link, when } from "../ui";
+import { Alert, Link, Shown, when } from "../ui";
 import type { Access } from "../access";
 import type { SectionProps } from "../frame";
 import { Action } from "../widgets/guard";
@@ -167,7 +167,9 @@ function RunLog(props: { slug: string; name: string; env: string; run: number })
       <h4>Output of run #{props.run}</h4>
       {error && <Alert>{error}</Alert>}
       <pre class="log" aria-live="polite">
-        {lines.length === 0 ? <span class="muted">{state === null ? "Loading…" : state.live ? "Waiting for output…" : "No output."}</span> : lines.map((l) => <div key={l.seq} class={`log-line level-${l.level}`}>{l.line}</div>)}
+        {lines.length === 0 ? <span class="muted">{state === null ? "Loading…" : state.live ? "Waiting for output…" : "No output."}</span> : lines.map((l) => <div key={l.seq} class={`log-line level-${l.level}`}>
+              <Shown text={l.line} />
+            </div>)}
       </pre>
       {state?.more && (
         <button type="button" class="small" onClick={() => void page(state.next, false)}>

@@ -13,6 +13,7 @@ import type { Access } from "../access";
 import { EnvironmentPicker } from "../widgets/environment-picker";
 import { Denied } from "../widgets/guard";
 import { short, StatusBadge, TimelineTable, type ServiceInfo, type TimelineEntry } from "../widgets/services";
+import { escapeForTerminal } from "../../core/terminal-text";
 
 interface BuildInfo {
   id: number;
@@ -47,7 +48,7 @@ async function loadCandidates(slug: string, env: string, service: string, access
     for (const b of builds) {
       if (!b.image_digest) continue;
       built.add(b.image_digest);
-      out.push({ key: `b${b.id}`, label: `Build ${b.id}: ${b.message} (${b.commit_sha.slice(0, 12)}, ${b.status})`, what: `build ${b.id} (${short(b.image_digest)})`, body: { build_id: b.id }, digest: b.image_digest });
+      out.push({ key: `b${b.id}`, label: `Build ${b.id}: ${escapeForTerminal(b.message)} (${b.commit_sha.slice(0, 12)}, ${b.status})`, what: `build ${b.id} (${short(b.image_digest)})`, body: { build_id: b.id }, digest: b.image_digest });
     }
   } catch (e) {
     // A server without builds answers 404 for the route: the images below remain.

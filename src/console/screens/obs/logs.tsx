@@ -5,7 +5,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../../api";
-import { Alert } from "../../ui";
+import { Alert, Shown } from "../../ui";
 import type { SectionProps } from "../../frame";
 import { StackedBars } from "../../widgets/charts";
 import { LEVEL_ORDER, QuerySelect, RANGES, levelFamily, obsQuery, preciseTime, rangeMs, setPageQuery, type LogEntry, type LogVolume } from "../../widgets/obs";
@@ -154,7 +154,9 @@ export function LogsPage(props: SectionProps) {
                   <time dateTime={e.timestamp}>{preciseTime(e.timestamp)}</time>
                   <span class={`level lvl-text-${levelFamily(e.level)}`}>{e.level}</span>
                   <span class="svc">{e.service}</span>
-                  <span class="msg">{e.message}</span>
+                  <span class="msg">
+                    <Shown text={e.message} />
+                  </span>
                 </summary>
                 <dl class="facts">
                   <dt>Target</dt>
