@@ -199,6 +199,32 @@ describe("items", () => {
     expect(item(db, c).state).toBe("pending");
   });
 
+  test("dedupeKey: enqueued again while it runs, it runs once more after, with the newest payload (a change is never lost)", async () => {
+    const { db, scheduler } = setup();
+    const seen: unknown[] = [];
+    let again: (() => void) | null = null;
+    scheduler.defineItem("test.reconcile", async (payload) => {
+      seen.push(payload);
+      // Changes arrive while the first run is under way: both ask for another pass.
+      again?.();
+      again = null;
+    });
+    const a = scheduler.enqueue(db, "test.reconcile", { n: 1 }, { dedupeKey: "svc" });
+    again = () => {
+      expect(scheduler.enqueue(db, "test.reconcile", { n: 2 }, { dedupeKey: "svc" })).toBe(a);
+      expect(scheduler.enqueue(db, "test.reconcile", { n: 3 }, { dedupeKey: "svc" })).toBe(a);
+      expect(item(db, a).state).toBe("running");
+    };
+    await scheduler.runDue();
+    expect(seen).toEqual([{ n: 1 }, { n: 3 }]);
+    expect(item(db, a)).toMatchObject({ state: "done", rerun: 0, dedupeKey: null });
+    // Pending (not yet running): still a no-op.
+    const b = scheduler.enqueue(db, "test.reconcile", { n: 4 }, { dedupeKey: "svc" });
+    expect(scheduler.enqueue(db, "test.reconcile", { n: 5 }, { dedupeKey: "svc" })).toBe(b);
+    await scheduler.runDue();
+    expect(seen).toEqual([{ n: 1 }, { n: 3 }, { n: 4 }]);
+  });
+
   test("a running item whose lease expired (its worker died) is resumed", async () => {
     const { db, clock, scheduler, restart } = setup();
     const id = scheduler.enqueue(db, "test.resumable", { step: 2 });

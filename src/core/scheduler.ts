@@ -46,7 +46,11 @@ interface ItemDef {
 
 export interface EnqueueOptions {
   runAt?: number;
-  /** A second enqueue with the same key while the first is not finished is a no-op. */
+  /**
+   * A second enqueue with the same key while the first is pending is a no-op. While the first is
+   * running, it runs once more after it ends (with the newest payload): what it read may already
+   * be stale, and the change that caused the second enqueue must not be lost.
+   */
   dedupeKey?: string;
   maxAttempts?: number;
   /**
@@ -179,7 +183,11 @@ export class Scheduler {
         .from(schedulerItems)
         .where(eq(schedulerItems.dedupeKey, opts.dedupeKey))
         .get();
-      if (prior && (prior.state === "pending" || prior.state === "running")) return prior.id;
+      if (prior?.state === "pending") return prior.id;
+      if (prior?.state === "running") {
+        q.update(schedulerItems).set({ rerun: 1, payload: JSON.stringify(payload ?? {}) }).where(eq(schedulerItems.id, prior.id)).run();
+        return prior.id;
+      }
       if (prior) q.update(schedulerItems).set({ dedupeKey: null }).where(eq(schedulerItems.id, prior.id)).run();
     }
     const id = uuidv7(now);
@@ -372,7 +380,7 @@ export class Scheduler {
       } else {
         const retry = this.db
           .update(schedulerItems)
-          .set({ state: "pending", leasedUntil: null, lastError: message, runAt: this.clock.now() + def.backoffMs(attempt) })
+          .set({ state: "pending", leasedUntil: null, lastError: message, runAt: this.clock.now() + def.backoffMs(attempt), rerun: 0 })
           .where(and(eq(schedulerItems.id, id), eq(schedulerItems.state, "running")))
           .run() as unknown as { changes: number };
         moved = retry.changes > 0;
@@ -389,8 +397,17 @@ export class Scheduler {
   }
 }
 
-/** End a running item; false when it was not running (already ended). */
+/**
+ * End a running item; false when it was not running (already ended). One enqueued again while it
+ * ran (`rerun`) goes back to pending instead, due now, with fresh attempts.
+ */
 function finishItemIn(q: Queryable, id: string, state: "done" | "failed", error: string | null, now: number): boolean {
+  const again = q
+    .update(schedulerItems)
+    .set({ state: "pending", leasedUntil: null, lastError: error, runAt: now, attempts: 0, rerun: 0 })
+    .where(and(eq(schedulerItems.id, id), eq(schedulerItems.state, "running"), eq(schedulerItems.rerun, 1)))
+    .run() as unknown as { changes: number };
+  if (again.changes > 0) return true;
   const res = q
     .update(schedulerItems)
     .set({ state, leasedUntil: null, lastError: error, finishedAt: now, dedupeKey: null })

@@ -48,6 +48,8 @@ export const schedulerItems = sqliteTable(
     maxAttempts: integer("max_attempts").notNull().default(5),
     lastError: text("last_error"),
     dedupeKey: text("dedupe_key"),
+    /** Enqueued again (same dedupe key) while running: back to pending when this run ends. */
+    rerun: integer("rerun").notNull().default(0),
     createdAt: integer("created_at").notNull(),
     finishedAt: integer("finished_at"),
   },

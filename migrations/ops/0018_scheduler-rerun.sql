@@ -1,0 +1,1 @@
+ALTER TABLE `scheduler_items` ADD `rerun` integer DEFAULT 0 NOT NULL;
