@@ -6,72 +6,22 @@
  * ingress.bench.ts; CPU time per request from /proc beside the rates. The goal (issue 26): ops at
  * least 0.8× nginx on both.
  *
- * The ingress runs alone in a child Bun process (`bun bench/https.bench.ts ingress <port>
- * <tls port> <app port> <dir>`), with the certificate in its store under the name wrk sends
- * (127.0.0.1). nginx runs one worker, TLS 1.2/1.3, its default session cache off (wrk does not
+ * The ingress runs alone in a child Bun process (bench/proxies.ts), with the certificate in its
+ * store under the name wrk sends (127.0.0.1). nginx runs one worker, TLS 1.2/1.3, its default session cache off (wrk does not
  * resume sessions, so neither side gets to).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ROOT, assertNoErrors, freePort, runAlone, type BenchContext, type ChildServer, type LoadResult } from "./lib";
+import { ROOT, assertNoErrors, freePort, medianRound, runAlone, type BenchContext, type ChildServer, type LoadResult } from "./lib";
+import { NGINX, cpuRound, mid, startNginx, startOpsIngress } from "./proxies";
 
 export const name = "https";
 export const description = "HTTPS through the ingress vs nginx, same certificate: handshakes/s and keep-alive req/s";
 
-const NGINX = "/usr/sbin/nginx";
-
-function nginxConf(dir: string, appPort: number, tlsPort: number): string {
-  return `daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  upstream app { server 127.0.0.1:${appPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:__PORT__;
-    listen 127.0.0.1:${tlsPort} ssl;
-    ssl_certificate ${dir}/cert.pem;
-    ssl_certificate_key ${dir}/key.pem;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    location / {
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto $scheme;
-    }
-  }
-}
-`;
-}
-
-function mid(xs: number[]): number {
-  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-}
-
-function median(rs: LoadResult[]): LoadResult {
-  const sorted = [...rs].sort((x, y) => x.requestsPerSec - y.requestsPerSec);
-  return { ...sorted[Math.floor(sorted.length / 2)]!, errors: rs.reduce((n, r) => n + r.errors, 0) };
-}
-
 interface Side {
   server: ChildServer;
   tlsUrl: string;
-}
-
-async function round(ctx: BenchContext, side: Side, seconds: number, close: boolean): Promise<{ load: LoadResult; cpuUs: number }> {
-  const before = side.server.cpuMs();
-  const load = await ctx.measure(`${side.tlsUrl}/health`, close ? { Connection: "close" } : {}, seconds);
-  return { load, cpuUs: load.requests > 0 ? ((side.server.cpuMs() - before) * 1000) / load.requests : NaN };
 }
 
 export async function run(ctx: BenchContext): Promise<string> {
@@ -84,12 +34,8 @@ export async function run(ctx: BenchContext): Promise<string> {
     const appPort = Number(new URL(app.url).port);
     const opsTls = freePort();
     const nginxTls = freePort();
-    writeFileSync(path.join(dir, "nginx.tpl"), nginxConf(dir, appPort, nginxTls));
-    const ops: Side = { server: await ctx.startServer([process.execPath, import.meta.path, "ingress", "{port}", String(opsTls), String(appPort), dir], "/health"), tlsUrl: `https://127.0.0.1:${opsTls}` };
-    const nginx: Side = {
-      server: await ctx.startServer(["/bin/sh", "-c", `sed "s/__PORT__/$1/" ${path.join(dir, "nginx.tpl")} > ${path.join(dir, "nginx.conf")} && exec ${NGINX} -p ${dir} -c ${path.join(dir, "nginx.conf")}`, "sh", "{port}"], "/health"),
-      tlsUrl: `https://127.0.0.1:${nginxTls}`,
-    };
+    const ops: Side = { server: await startOpsIngress(ctx, appPort, { port: opsTls, dir }), tlsUrl: `https://127.0.0.1:${opsTls}` };
+    const nginx: Side = { server: await startNginx(ctx, dir, appPort, { tlsPort: nginxTls }), tlsUrl: `https://127.0.0.1:${nginxTls}` };
     const seconds = Math.max(2, Math.round(ctx.load.duration / 3));
     const out: Record<string, { ops: LoadResult; nginx: LoadResult; cpuOps: number; cpuNginx: number }> = {};
     for (const mode of ["handshakes", "keep-alive"] as const) {
@@ -97,12 +43,12 @@ export async function run(ctx: BenchContext): Promise<string> {
       const cpu = { ops: [] as number[], nginx: [] as number[] };
       for (let n = 0; n < 3; n++) {
         for (const [k, side] of [["ops", ops], ["nginx", nginx]] as const) {
-          const x = await round(ctx, side, seconds, mode === "handshakes");
+          const x = await cpuRound(ctx, side.server, `${side.tlsUrl}/health`, seconds, mode === "handshakes" ? { Connection: "close" } : {});
           r[k].push(x.load);
           cpu[k].push(x.cpuUs);
         }
       }
-      out[mode] = { ops: median(r.ops), nginx: median(r.nginx), cpuOps: mid(cpu.ops), cpuNginx: mid(cpu.nginx) };
+      out[mode] = { ops: medianRound(r.ops), nginx: medianRound(r.nginx), cpuOps: mid(cpu.ops), cpuNginx: mid(cpu.nginx) };
     }
     for (const s of [ops.server, nginx.server, app]) await s.stop();
     assertNoErrors({ "ops handshakes": out.handshakes!.ops, "nginx handshakes": out.handshakes!.nginx, "ops keep-alive": out["keep-alive"]!.ops, "nginx keep-alive": out["keep-alive"]!.nginx });
@@ -117,18 +63,4 @@ export async function run(ctx: BenchContext): Promise<string> {
   }
 }
 
-/** Child mode: the ingress alone, plain on `port` (readiness) and TLS on `tlsPort`, routing to the app. */
-async function serveIngress(port: number, tlsPort: number, appPort: number, dir: string): Promise<void> {
-  const { createIngress } = await import("../src/adapters/ingress/ingress");
-  const ingress = createIngress();
-  ingress.setService({ service: { project: "bench", environment: "production", service: "hello" }, routes: [{ hosts: ["127.0.0.1", "localhost"] }], upstreams: [{ host: "127.0.0.1", port: appPort }] });
-  ingress.certificates.set("127.0.0.1", { cert: readFileSync(path.join(dir, "cert.pem"), "utf8"), key: readFileSync(path.join(dir, "key.pem"), "utf8") });
-  await ingress.listenTls("127.0.0.1", tlsPort);
-  ingress.listen("127.0.0.1", port);
-  process.on("SIGTERM", () => void ingress.stop(1000).then(() => process.exit(0)));
-}
-
-if (import.meta.main) {
-  if (process.argv[2] === "ingress") await serveIngress(Number(process.argv[3]), Number(process.argv[4]), Number(process.argv[5]), process.argv[6]!);
-  else await runAlone(run);
-}
+if (import.meta.main) await runAlone(run);

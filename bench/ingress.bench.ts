@@ -4,11 +4,10 @@
  * X-Forwarded-* headers), and beside the app hit directly: same run, same load, rounds measured
  * in alternation (median of 3) so a burst of load from elsewhere hits every side alike.
  *
- * The ingress runs in a child Bun process of its own (this file, `bun bench/ingress.bench.ts
- * ingress <port> <app port>`), with a route table holding the app as one service: the same
- * `createIngress` that `ops serve` runs, alone in its process so that the API server's own work
- * (scheduler, probes) is not counted against it. nginx runs with one worker (its compiled
- * default); Caddy with Go's default of every core.
+ * The ingress runs in a child Bun process of its own (bench/proxies.ts), with a route table
+ * holding the app as one service: the same `createIngress` that `ops serve` runs, alone in its
+ * process so that the API server's own work (scheduler, probes) is not counted against it. nginx
+ * runs with one worker (its compiled default); Caddy with Go's default of every core.
  *
  * Beside the rates, each proxy's CPU time per request (user + system, from /proc, over the same
  * rounds): on a shared machine the rates of one run move with whatever else runs, while the CPU a
@@ -17,43 +16,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ROOT, assertNoErrors, type BenchContext, type ChildServer, type LoadResult } from "./lib";
+import { ROOT, assertNoErrors, medianRound, type BenchContext, type LoadResult } from "./lib";
+import { NGINX, cpuRound, fillPort, mid, startNginx, startOpsIngress } from "./proxies";
 
 export const name = "ingress";
 export const description = "proxying to a sample app: ops ingress vs nginx vs Caddy vs the app directly";
 
-const NGINX = "/usr/sbin/nginx";
 const CADDY = "/usr/bin/caddy";
-
-function nginxConf(dir: string, appPort: number): string {
-  return `daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  upstream app { server 127.0.0.1:${appPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:__PORT__;
-    location / {
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Host $host;
-    }
-  }
-}
-`;
-}
 
 function caddyfile(appPort: number): string {
   return `{
@@ -67,37 +36,17 @@ http://127.0.0.1:__PORT__ {
 `;
 }
 
-/** Middle value. */
-function mid(xs: number[]): number {
-  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-}
-
-/** One wrk round against `side`, with the CPU time per request (µs) the side spent meanwhile. */
-async function round(ctx: BenchContext, side: ChildServer, seconds: number): Promise<{ load: LoadResult; cpuUs: number }> {
-  const before = side.cpuMs();
-  const load = await ctx.measure(`${side.url}/health`, {}, seconds);
-  return { load, cpuUs: load.requests > 0 ? ((side.cpuMs() - before) * 1000) / load.requests : NaN };
-}
-
-/** Median round by throughput; errors summed over all rounds. */
-function median(rs: LoadResult[]): LoadResult {
-  const sorted = [...rs].sort((x, y) => x.requestsPerSec - y.requestsPerSec);
-  return { ...sorted[Math.floor(sorted.length / 2)], errors: rs.reduce((n, r) => n + r.errors, 0) };
-}
-
 export async function run(ctx: BenchContext): Promise<string> {
   for (const bin of [NGINX, CADDY]) if (!(await Bun.file(bin).exists())) throw new Error(`${bin} is missing (apt-get install nginx caddy)`);
   const dir = mkdtempSync(path.join(tmpdir(), "ops-bench-ingress-"));
   try {
     const app = await ctx.startServer([process.execPath, path.join(ROOT, "bench/hello-server.ts"), "{port}"], "/health");
     const appPort = Number(new URL(app.url).port);
-    writeFileSync(path.join(dir, "nginx.tpl"), nginxConf(dir, appPort));
     writeFileSync(path.join(dir, "Caddyfile.tpl"), caddyfile(appPort));
-    const fill = (tpl: string, out: string) => `sed "s/__PORT__/$1/" ${path.join(dir, tpl)} > ${path.join(dir, out)}`;
-    const ops = await ctx.startServer([process.execPath, import.meta.path, "ingress", "{port}", String(appPort)], "/health");
-    const nginx = await ctx.startServer(["/bin/sh", "-c", `${fill("nginx.tpl", "nginx.conf")} && exec ${NGINX} -p ${dir} -c ${path.join(dir, "nginx.conf")}`, "sh", "{port}"], "/health");
+    const ops = await startOpsIngress(ctx, appPort);
+    const nginx = await startNginx(ctx, dir, appPort, { forwardedHost: true });
     const caddy = await ctx.startServer(
-      ["/bin/sh", "-c", `${fill("Caddyfile.tpl", "Caddyfile")} && XDG_DATA_HOME=${dir} XDG_CONFIG_HOME=${dir} HOME=${dir} exec ${CADDY} run --config ${path.join(dir, "Caddyfile")} --adapter caddyfile`, "sh", "{port}"],
+      ["/bin/sh", "-c", `${fillPort(dir, "Caddyfile.tpl", "Caddyfile")} && XDG_DATA_HOME=${dir} XDG_CONFIG_HOME=${dir} HOME=${dir} exec ${CADDY} run --config ${path.join(dir, "Caddyfile")} --adapter caddyfile`, "sh", "{port}"],
       "/health",
     );
     const sides = { ops, nginx, caddy, direct: app } as const;
@@ -106,14 +55,14 @@ export async function run(ctx: BenchContext): Promise<string> {
     const cpu: Record<keyof typeof sides, number[]> = { ops: [], nginx: [], caddy: [], direct: [] };
     for (let n = 0; n < 3; n++) {
       for (const side of Object.keys(sides) as Array<keyof typeof sides>) {
-        const r = await round(ctx, sides[side], seconds);
+        const r = await cpuRound(ctx, sides[side], `${sides[side].url}/health`, seconds);
         rounds[side].push(r.load);
         cpu[side].push(r.cpuUs);
       }
     }
     const cpuUs = { ops: mid(cpu.ops), nginx: mid(cpu.nginx), caddy: mid(cpu.caddy) };
     for (const s of [ops, nginx, caddy, app]) await s.stop();
-    const r = { ops: median(rounds.ops), nginx: median(rounds.nginx), caddy: median(rounds.caddy), direct: median(rounds.direct) };
+    const r = { ops: medianRound(rounds.ops), nginx: medianRound(rounds.nginx), caddy: medianRound(rounds.caddy), direct: medianRound(rounds.direct) };
     assertNoErrors({ "ops ingress": r.ops, nginx: r.nginx, Caddy: r.caddy, app: r.direct });
     const best = r.nginx.requestsPerSec >= r.caddy.requestsPerSec ? "nginx" : "Caddy";
     const bestRps = Math.max(r.nginx.requestsPerSec, r.caddy.requestsPerSec);
@@ -129,18 +78,3 @@ export async function run(ctx: BenchContext): Promise<string> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-
-/** Child mode: the ingress alone, routing every host to the app on `appPort`. */
-async function serveIngress(port: number, appPort: number): Promise<void> {
-  const { createIngress } = await import("../src/adapters/ingress/ingress");
-  const ingress = createIngress();
-  ingress.setService({
-    service: { project: "bench", environment: "production", service: "hello" },
-    routes: [{ hosts: ["127.0.0.1", "localhost"] }],
-    upstreams: [{ host: "127.0.0.1", port: appPort }],
-  });
-  ingress.listen("127.0.0.1", port);
-  process.on("SIGTERM", () => void ingress.stop(1000).then(() => process.exit(0)));
-}
-
-if (import.meta.main && process.argv[2] === "ingress") await serveIngress(Number(process.argv[3]), Number(process.argv[4]));

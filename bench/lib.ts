@@ -170,7 +170,7 @@ export function ratioLine(name: string, ops: LoadResult, base: LoadResult, load:
 }
 
 /** The round with the median throughput (its latencies come with it); errors summed over all. */
-function median(rs: LoadResult[]): LoadResult {
+export function medianRound(rs: LoadResult[]): LoadResult {
   const sorted = [...rs].sort((x, y) => x.requestsPerSec - y.requestsPerSec);
   return { ...sorted[Math.floor(sorted.length / 2)], errors: rs.reduce((n, r) => n + r.errors, 0) };
 }
@@ -226,7 +226,7 @@ export function createContext(load: LoadOptions): { ctx: BenchContext; cleanup()
         ra.push(await ctx.measure(a.url, a.headers, seconds));
         rb.push(await ctx.measure(b.url, b.headers, seconds));
       }
-      return { a: median(ra), b: median(rb) };
+      return { a: medianRound(ra), b: medianRound(rb) };
     },
   };
   return {
