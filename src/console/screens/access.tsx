@@ -13,6 +13,7 @@ import { Action, Denied } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
 import { Empty, Outcome, Pending, Scroll, useActions, useLoad } from "../widgets/load";
 import { AccessTabs, type Member, type Role } from "../widgets/access-shapes";
+import { TokenTable } from "../widgets/token-table";
 
 interface Candidate {
   id: string;
@@ -187,45 +188,7 @@ function Tokens(props: { slug: string; me: string; access: Access; tokens: Array
         <Empty>No token is pinned to this project.</Empty>
       ) : (
         <Scroll>
-          <table class="tokens">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Operator</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Role</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Last used</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.tokens.map((tk) => {
-                const why = tk.operator_id === props.me || manages ? "" : "Only the token's owner, or someone who manages operators, can revoke it.";
-                return (
-                  <tr key={tk.id} class={tk.revoked ? "revoked" : undefined}>
-                    <td>{tk.name}</td>
-                    <td>{tk.operator}</td>
-                    <td>{tk.kind}</td>
-                    <td>{tk.role_name}</td>
-                    <td>{tk.expires_at ? when(tk.expires_at) : "never"}</td>
-                    <td>{when(tk.last_used)}</td>
-                    <td>
-                      {tk.revoked ? (
-                        <span class="tag">revoked</span>
-                      ) : (
-                        <button type="button" class={why ? "small blocked" : "small"} aria-disabled={why ? "true" : undefined} title={why || undefined} aria-label={`Revoke token ${tk.name}`} onClick={() => why || props.onRevoke(tk)}>
-                          Revoke
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
+          <TokenTable tokens={props.tokens} show={{ operator: true }} blocked={(tk) => (tk.operator_id === props.me || manages ? "" : "Only the token's owner, or someone who manages operators, can revoke it.")} onRevoke={props.onRevoke} />
         </Scroll>
       )}
     </section>

@@ -6,7 +6,8 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Me, type Token } from "../api";
-import { Alert, when } from "../ui";
+import { Alert } from "../ui";
+import { TokenTable } from "./token-table";
 
 function message(e: unknown): string {
   return e instanceof ApiError ? e.message : "That did not work.";
@@ -118,43 +119,7 @@ export function Tokens(props: { me: Me }) {
       ) : list.length === 0 ? (
         <p class="muted">No tokens yet.</p>
       ) : (
-        <table>
-          <caption class="visually-hidden">Your tokens</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Role</th>
-              <th scope="col">Project</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((t) => (
-              <tr key={t.id} class={t.revoked ? "revoked" : ""}>
-                <td>{t.name}</td>
-                <td>{t.kind}</td>
-                <td>{t.role_name}</td>
-                <td>{t.project ?? "any"}</td>
-                <td>{t.expires_at ? when(t.expires_at) : "never"}</td>
-                <td>{when(t.last_used)}</td>
-                <td>
-                  {t.revoked ? (
-                    <span class="tag">revoked</span>
-                  ) : (
-                    <button type="button" class="small" onClick={() => void revoke(t)} aria-label={`Revoke token ${t.name}`}>
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <TokenTable tokens={list} caption="Your tokens" show={{ project: true }} onRevoke={(t) => void revoke(t)} />
       )}
       <h3>Mint a token</h3>
       <form onSubmit={mint} class="grid-form">
