@@ -113,4 +113,27 @@ describe("Sources in chromium", () => {
     expect(file.text).toBe("Mon–Sun 9:00–18:00\n");
     await context.close();
   });
+
+  test("connecting a repository shows a push line that works from a new repository whatever its branch is called (git init makes master)", async () => {
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    await page.goto(`${t.url}/projects/${project}/sources`);
+    await page.getByLabel("Email").fill(person.email);
+    await page.getByLabel("Password").fill(person.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByLabel("Repository (owner/name)").fill(`${project}/shed`);
+    await page.getByRole("button", { name: "Connect", exact: true }).click();
+    const notice = (await page.getByText(/^Connected .*shed/).textContent())!;
+    const line = /Push to it with: (git push .*)$/.exec(notice.trim())?.[1];
+    expect(line).toBe(`git push ${t.url}/git/${project}/shed.git HEAD:main`);
+    const dir = workDir();
+    await git(dir, "init", "-q", "-b", "master");
+    writeFileSync(path.join(dir, "README.md"), "# Shed\n");
+    await git(dir, "add", ".");
+    await git(dir, "commit", "-q", "-m", "First");
+    // The line as shown, with the token as the password (the page says: any user name, a token).
+    const args = line!.split(" ").slice(1).map((a) => (a.startsWith("http") ? cloneUrl(t.url, `${project}/shed`, mintToken(t, person.principal, { role: "developer", project })) : a));
+    await git(dir, ...args);
+    expect((await git(dir, "ls-remote", cloneUrl(t.url, `${project}/shed`, mintToken(t, person.principal, { role: "developer", project })))).trim()).toContain("refs/heads/main");
+    await page.context().close();
+  });
 });

@@ -101,7 +101,8 @@ export function SourceList(props: SectionProps) {
     setError(null);
     try {
       const s = await api<SourceInfo>("POST", `/api/v1/projects/${slug}/sources`, { repo: repo.trim() });
-      setNotice(`Connected ${s.repo}. Push to it with: git push ${s.clone_url} main`);
+      // HEAD:<branch>: a new repository's branch is master unless git is told otherwise.
+      setNotice(`Connected ${s.repo}. Push to it with: git push ${s.clone_url} HEAD:${s.default_branch}`);
       setRepo(`${slug}/`);
       await load();
     } catch (e) {

@@ -6,6 +6,7 @@ import { publishRelease, publishOwnBinary, hostTarget } from "./service";
 import { writeFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { SYSTEM_ACTOR } from "../../core/audit";
+import { PACKAGE_VERSION } from "../../version";
 
 let t: TestApp;
 let ownerSession: string;
@@ -265,7 +266,7 @@ describe("the install command, pasted into sh", () => {
     expect((await expectStatus(res, 401)).error).toBe("unauthorized");
   });
 
-  test("nothing published: the script says so and exits 1 (503)", async () => {
+  test("nothing published (a server run from source): the script says how to publish one and exits 1 (503); the same line works once one is", async () => {
     const empty = await createTestApp();
     try {
       const owner = await makeOwner(empty);
@@ -274,6 +275,16 @@ describe("the install command, pasted into sh", () => {
       const out = await sh(r.install_command, empty.dataDir);
       expect(out.code).toBe(1);
       expect(out.stderr).toContain("No ops CLI release is published yet");
+      // The one who reads it may be the administrator: the whole command, and the console's way.
+      expect(out.stderr).toContain(`./dist/ops admin publish-cli --file dist/ops --version ${PACKAGE_VERSION}`);
+      expect(out.stderr).toContain("npm run build");
+      expect(out.stderr).toContain("the console's CLI page");
+      expect(out.stderr).toContain("run this line again");
+      await publishRelease(empty.core, { version: "0.1.0", target: hostTarget(), body: "#!/bin/sh\necho ops 0.1.0\n" }, SYSTEM_ACTOR);
+      const again = await sh(r.install_command, empty.dataDir);
+      expect(again.stderr).not.toContain("error");
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain(`installed ops 0.1.0 (${hostTarget()})`);
     } finally {
       await empty.close();
     }

@@ -16,7 +16,7 @@ export const publishCliCommand: Command = {
   description: `Stores the binary in the blob store and makes it the current release for its target (the release published last is current, whatever its version). Targets: ${KNOWN_TARGETS.join(", ")}; default: this host's. Works while the server runs. The server publishes its own binary for its own target at start-up when that target has none.`,
   flags: {
     file: { type: "string", value: "PATH", description: "The binary to publish, e.g. dist/ops" },
-    version: { type: "string", value: "V", description: "The version the binary reports (ops --version)" },
+    version: { type: "string", value: "V", description: "The version number the binary reports, e.g. 0.1.0 (ops version prints \"ops 0.1.0\")" },
     target: { type: "string", value: "PLATFORM-ARCH", description: "Target, e.g. linux-x64 (default: this host)" },
     "data-dir": SERVER_FLAGS["data-dir"],
   },

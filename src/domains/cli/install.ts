@@ -18,6 +18,7 @@ import { assertMintable, expiryFor, findOperator, findRole, insertToken, operato
 import { installCodes } from "./tables";
 import { anyReleasePublished } from "./releases";
 import type { InstallCodeResponse } from "./model";
+import { PACKAGE_VERSION } from "../../version";
 import installTemplate from "../../../install.sh.tmpl" with { type: "text" };
 
 export const INSTALL_CODE_TTL_S = 600;
@@ -70,6 +71,16 @@ export function createInstallCode(core: Core, projectSlug: string, auth: AuthCon
   return { code, expires_in: INSTALL_CODE_TTL_S, role: role.displayName, token_project: project.slug, install_command: installCommand(core.config.publicUrl, code) };
 }
 
+/**
+ * A compiled server publishes itself (self-publish.ts); one run from source (`npm start`) has no
+ * binary, so the refusal names the whole way to one: whoever pastes the line there is usually the
+ * administrator too.
+ */
+const NOTHING_PUBLISHED =
+  "No ops CLI release is published yet. On the server's host, in the ops checkout: npm run build, then " +
+  `./dist/ops admin publish-cli --file dist/ops --version ${PACKAGE_VERSION} (or upload a binary on the console's CLI page); ` +
+  "a compiled server (./dist/ops serve) publishes its own binary when it starts. Then run this line again: the code is still unused.";
+
 const BAD_CODE = "Send a valid install code as Authorization: Bearer opsi_…; codes work once and for 10 minutes.";
 
 /** Single-quote a value for POSIX sh. */
@@ -116,7 +127,7 @@ export function redeemInstallCode(core: Core, bearer: string | null, meta: Reque
   const row = core.db.select().from(installCodes).where(eq(installCodes.digest, digest)).get();
   if (!row || row.usedAt !== null || now >= row.expiresAt) throw new OpsError("unauthorized", BAD_CODE);
   if (!anyReleasePublished(core)) {
-    throw new OpsError("unavailable", "No ops CLI release is published yet; an administrator publishes one with 'ops admin publish-cli'.", undefined, { headers: { "retry-after": "300" } });
+    throw new OpsError("unavailable", NOTHING_PUBLISHED, undefined, { headers: { "retry-after": "300" } });
   }
   const project = core.access.findProjectById(row.projectId);
   const { secret, slug } = tx(core.db, (t) => {

@@ -32,7 +32,7 @@ export const ReleaseQuery = t.Object({
 });
 
 export const PublishReleaseQuery = t.Object({
-  version: t.String({ description: "The version the binary reports (`ops --version`)" }),
+  version: t.String({ description: "The version number the binary reports, e.g. 0.1.0 (`ops version` prints `ops 0.1.0`)" }),
   target: t.String({ description: "`<platform>-<arch>`: linux-x64, linux-arm64, linux-x64-musl, linux-arm64-musl, darwin-x64, darwin-arm64, windows-x64" }),
   digest: t.Optional(t.String({ description: "Expected lowercase hex SHA-256; the upload is refused when the bytes differ" })),
 });
