@@ -199,6 +199,13 @@ describe("the Resources section in chromium", () => {
     await page.getByRole("button", { name: "Check now" }).click();
     await page.getByText(/objects?/).first().waitFor();
     await shot(page, "resources-bucket");
+
+    // The project's overview lists them as the Resources page does: each name opens its page.
+    await page.goto(`${t.url}/projects/${SLUG}`);
+    const bucket = page.locator("table.resources tbody tr", { hasText: "uploads" });
+    await bucket.getByText("project-wide").waitFor({ timeout: 5_000 });
+    await bucket.getByRole("link", { name: "uploads" }).click();
+    await page.getByRole("button", { name: "Check now" }).waitFor();
     expect(problems).toEqual([]);
   });
 });

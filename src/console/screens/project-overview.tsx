@@ -1,16 +1,18 @@
 /**
  * A project's overview: its services in one environment with their health (linking to their
  * deployment pages), then every resource of the environment (services, databases, jobs, domains,
- * secret groups, and the project-level buckets), each with its stored status; then the card that
- * makes the command installing the CLI for this project.
+ * secret groups, and the project-level buckets), each with its stored status and opening its
+ * page, as the Resources page lists them; then the card that makes the command installing the
+ * CLI for this project.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
-import { Alert, when } from "../ui";
+import { Alert } from "../ui";
 import type { SectionProps } from "../frame";
 import { EnvironmentPicker } from "../widgets/environment-picker";
 import { ServiceTable, type ServiceInfo } from "../widgets/services";
 import { InstallCliCard } from "../widgets/install-cli";
+import { ResourceTable } from "../widgets/resources";
 
 interface ResourceRow {
   id: string;
@@ -21,8 +23,6 @@ interface ResourceRow {
   status: ServiceInfo["status"];
   updated_at: string;
 }
-
-const STATE_CLASS: Record<string, string> = { ready: "operational", pending: "degraded", error: "down" };
 
 export function ProjectOverview(props: SectionProps) {
   const envs = props.project.environments;
@@ -50,34 +50,7 @@ export function ProjectOverview(props: SectionProps) {
       {error && <Alert>{error}</Alert>}
       {!rows && !error && <p aria-busy="true">Loading resources…</p>}
       {rows && rows.length === 0 && <p class="muted">No resources in {env} yet.</p>}
-      {rows && rows.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Type</th>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">Summary</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr key={r.id}>
-                <td>{r.type}</td>
-                <td>
-                  <strong>{r.name}</strong>
-                </td>
-                <td>
-                  <span class={`badge badge-${STATE_CLASS[r.status.state] ?? "degraded"}`}>{r.status.state}</span>
-                </td>
-                <td>{r.status.summary}</td>
-                <td>{when(r.updated_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      {rows && rows.length > 0 && <ResourceTable slug={props.project.slug} env={env} rows={rows} />}
       {(rows || error) && !props.project.archived && <InstallCliCard projects={[props.project]} />}
     </section>
   );

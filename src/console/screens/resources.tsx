@@ -6,13 +6,13 @@
  */
 import { useState } from "preact/hooks";
 import { api } from "../api";
-import { Alert, Link, navigate, when } from "../ui";
+import { Alert, navigate } from "../ui";
 import type { SectionProps } from "../frame";
 import { EnvironmentPicker } from "../widgets/environment-picker";
-import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
+import { Empty, Pending, errorText, useLoad } from "../widgets/load";
 import { Denied } from "../widgets/guard";
 import { Fields, problemsOf, specOf, type Draft } from "../widgets/schema-form";
-import { ResourceState, envOfType, summaryText, resourceApi, resourcePage, type CatalogEntry, type Resource } from "../widgets/resources";
+import { ResourceTable, envOfType, resourceApi, resourcePage, type CatalogEntry, type Resource } from "../widgets/resources";
 
 function setType(type: string) {
   const q = new URLSearchParams(location.search);
@@ -60,38 +60,7 @@ export function ResourceList(props: SectionProps) {
       {rows.length === 0 ? (
         <Empty>{type ? `No ${type} in ${env}.` : `No resources in ${env} yet.`}</Empty>
       ) : (
-        <Scroll>
-          <table class="resources">
-            <caption class="visually-hidden">Resources in {env}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Type</th>
-                <th scope="col">Name</th>
-                <th scope="col">State</th>
-                <th scope="col">Summary</th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={r.id}>
-                  <td>{r.type}</td>
-                  <td>
-                    <Link href={resourcePage(slug, r.type, r.name, env)}>
-                      <strong>{r.name}</strong>
-                    </Link>
-                    {r.environment === null && <span class="tag">project-wide</span>}
-                  </td>
-                  <td>
-                    <ResourceState state={r.status.state} />
-                  </td>
-                  <td class="summary">{summaryText(r)}</td>
-                  <td>{when(r.updated_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
+        <ResourceTable slug={slug} env={env} rows={rows} />
       )}
       {writable.length > 0 ? (
         <NewResource slug={slug} env={env} catalog={writable} initial={writable.some((c) => c.type === type) ? type : (writable[0]?.type ?? "")} />

@@ -7,12 +7,12 @@
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { api, ApiError } from "../api";
-import { Alert, navigate, when } from "../ui";
+import { Alert, Link, navigate, when } from "../ui";
 import type { Access, RouteEnvironment } from "../access";
 import type { ProjectInfo } from "../frame";
 import { Action } from "./guard";
 import { Confirm } from "./confirm";
-import { errorText } from "./load";
+import { Scroll, errorText } from "./load";
 import { Fields, draftOf, problemsOf, specOf, type Draft, type JsonSchema } from "./schema-form";
 
 export interface CatalogEntry {
@@ -44,8 +44,50 @@ export function ResourceState(props: { state: string }) {
 }
 
 /** The status summary; the API's text `null` means nothing observed it yet. */
-export function summaryText(r: Pick<Resource, "status">): string {
+export function summaryText(r: { status: Pick<Resource["status"], "summary"> }): string {
   return r.status.summary === "null" ? "not observed yet" : r.status.summary;
+}
+
+/**
+ * Resources of one environment (and the project-level ones, tagged) as a table: type, name
+ * opening the resource's page, state, summary, last update. The Resources page and a project's
+ * overview list them alike.
+ */
+export function ResourceTable(props: { slug: string; env: string; rows: Array<Pick<Resource, "id" | "type" | "name" | "environment" | "updated_at"> & { status: Pick<Resource["status"], "state" | "summary"> }> }) {
+  return (
+    <Scroll>
+      <table class="resources">
+        <caption class="visually-hidden">Resources in {props.env}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Type</th>
+            <th scope="col">Name</th>
+            <th scope="col">State</th>
+            <th scope="col">Summary</th>
+            <th scope="col">Updated</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((r) => (
+            <tr key={r.id}>
+              <td>{r.type}</td>
+              <td>
+                <Link href={resourcePage(props.slug, r.type, r.name, props.env)}>
+                  <strong>{r.name}</strong>
+                </Link>
+                {r.environment === null && <span class="tag">project-wide</span>}
+              </td>
+              <td>
+                <ResourceState state={r.status.state} />
+              </td>
+              <td class="summary">{summaryText(r)}</td>
+              <td>{when(r.updated_at)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Scroll>
+  );
 }
 
 /** The environment a resource route evaluates in: none for project-level types (buckets). */
