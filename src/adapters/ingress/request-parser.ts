@@ -13,6 +13,7 @@
  */
 import { HttpError } from "./http-error";
 import { carriesOpsCredential, withoutSessionCookie } from "./credentials";
+import { LINE, methodOf, requestLine } from "./request-line";
 
 /** tchar (RFC 9110 §5.6.2) by char code: 1 for a token character. */
 export const TCHAR = new Uint8Array(256);
@@ -138,34 +139,6 @@ function bad(message: string): HttpError {
   return new HttpError(400, message);
 }
 
-/** Where the method ends in the request line `requestLine` read last (set by it: the parse is synchronous). */
-let methodEnd = 0;
-
-/**
- * Read the request line: where its target ends, times 4, plus 2 for HTTP/1.1 and 1 when the
- * target is ASCII; -1 when malformed (the method's end is left in `methodEnd`). A number rather
- * than a record: one per request would be garbage.
- */
-function requestLine(head: string, eol: number): number {
-  // Methods are upper-case letters, `-` and `_` (what nginx accepts): a lower-case `get` is not GET to every server.
-  let i = 0;
-  for (let c = head.charCodeAt(0); i < eol && ((c >= 65 && c <= 90) || c === 45 || c === 95); c = head.charCodeAt(++i));
-  if (i === 0 || head.charCodeAt(i) !== 32) return -1;
-  methodEnd = i;
-  i++;
-  const t = i;
-  let ascii = 1;
-  for (; i < eol; i++) {
-    const c = head.charCodeAt(i);
-    if (c <= 32 || c === 127 || c > 255) break;
-    if (c > 127) ascii = 0;
-  }
-  if (i === t || head.charCodeAt(i) !== 32 || eol - i !== 9 || !head.startsWith(" HTTP/1.", i)) return -1;
-  const minor = head.charCodeAt(i + 8);
-  if (minor !== 48 && minor !== 49) return -1;
-  return i * 4 + (minor === 49 ? 2 : 0) + ascii;
-}
-
 /** A Content-Length value: 1 to 15 decimal digits, nothing else (no sign, no list, no spaces inside). */
 function contentLength(v: string): number {
   if (v.length === 0 || v.length > 15) throw bad("the request has an invalid Content-Length");
@@ -192,14 +165,6 @@ function hostValue(head: string, a: number, b: number, last: string | null): str
   return last !== null && b - a === last.length && head.startsWith(last, a) ? last : head.slice(a, b);
 }
 
-/** Methods most requests use, as constants (a slice of the head would be a new string each time). */
-const METHODS = ["GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"];
-
-function methodOf(head: string, end: number): string {
-  for (const m of METHODS) if (m.length === end && head.startsWith(m)) return m;
-  return head.slice(0, end);
-}
-
 /**
  * Parse a request head (`head` = the bytes before the blank line, as latin1). Throws HttpError
  * (400, or 405 for CONNECT and TRACE) for anything malformed or ambiguous. `lastHost` is the Host
@@ -210,7 +175,7 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
   const eol = nl < 0 ? head.length : nl;
   const line = requestLine(head, eol);
   if (line < 0) throw bad("the request line is malformed");
-  const mEnd = methodEnd;
+  const mEnd = LINE[0];
   const tEnd = line >> 2;
   let ascii = (line & 1) === 1;
   const http10 = (line & 2) === 0;
