@@ -36,7 +36,22 @@ export interface RunningServer {
   shutdown(reason: string): Promise<void>;
 }
 
+/**
+ * Stop before the data dir changes when ops's own address is taken: a first start that failed
+ * later would have printed the estate owner's password once, and the next start prints none.
+ */
+function assertListenable(config: Config): void {
+  const { host, port } = config.listen;
+  if (port === 0) return;
+  try {
+    Bun.listen({ hostname: host, port, socket: { data() {} } }).stop(true);
+  } catch (e) {
+    throw new Error(`cannot listen on ${host}:${port} (${(e as Error).message}; is something else using it?). Choose another address with OPS_LISTEN=${host}:PORT or --listen ${host}:PORT (and OPS_INGRESS_LISTEN for the apps' port).`);
+  }
+}
+
 export async function startServer(config: Config, opts: CoreOptions & { installSignals?: boolean } = {}): Promise<RunningServer> {
+  assertListenable(config);
   // First, before anything is spawned: the replicas the previous image handed over (ops restart).
   const claim = claimHandover(config.dataDir);
   const pre = await backupBeforeMigrating(config.dataDir, VERSION);

@@ -54,6 +54,26 @@ describe("ops serve (child process)", () => {
   });
 });
 
+describe("ops serve on a port something else holds", () => {
+  test("stops before it creates the estate owner, naming the address and the setting that moves it", async () => {
+    const held = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("someone else") });
+    const dataDir = path.join(tempDir("ops-serve-held-"), "data");
+    dirs.push(path.dirname(dataDir));
+    try {
+      const child = Bun.spawn([process.execPath, MAIN, "serve", "--data-dir", dataDir, "--listen", `127.0.0.1:${held.port}`], { env: { ...process.env, OPS_LOG_LEVEL: "warn" }, stdout: "pipe", stderr: "pipe" });
+      expect(await child.exited).toBe(1);
+      const stderr = await new Response(child.stderr).text();
+      expect(stderr).toContain(`127.0.0.1:${held.port}`);
+      expect(stderr).toContain("OPS_LISTEN");
+      // A password printed by a start that then failed would be lost: the next start prints none.
+      expect(stderr).not.toContain("created the estate owner");
+      expect(existsSync(path.join(dataDir, "ops.db"))).toBe(false);
+    } finally {
+      held.stop(true);
+    }
+  });
+});
+
 describe("draining (in-process)", () => {
   function slowDomain() {
     const entered = Promise.withResolvers<void>();
