@@ -82,7 +82,8 @@ export function respond(ctx: Ctx, c: Client, page: Page, req: RequestHead | null
 /**
  * Between requests: the idle timeout runs until the next head starts. Its deadline is set by the
  * next sweep (deadline 0: not set yet), not here: reading the clock once per request costs more
- * than the rest of this bookkeeping, and the timeout may only end up to one sweep later.
+ * than the rest of this bookkeeping, and the timeout may only end up to one sweep later
+ * (decision 0249).
  */
 export function waitIdle(_ctx: Ctx, c: Client): void {
   c.wait = Wait.Idle;
