@@ -4,6 +4,8 @@
  * and time formatting for axes.
  */
 import type { ComponentChildren } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { api } from "../api";
 import { navigate } from "../ui";
 
 export interface LogEntry {
@@ -126,6 +128,61 @@ export function QuerySelect(props: { id: string; label: string; value: string; o
         ))}
       </select>
     </div>
+  );
+}
+
+/** The services that sent telemetry to the project (in one environment, or in any with ""); none while loading or on failure. */
+export function useObsServices(slug: string, environment = ""): string[] {
+  const [services, setServices] = useState<string[]>([]);
+  useEffect(() => {
+    api<string[]>("GET", `/api/v1/obs/services?${obsQuery(slug, { environment })}`)
+      .then(setServices)
+      .catch(() => setServices([]));
+  }, [slug, environment]);
+  return services;
+}
+
+/** The filters every observability page offers, each a select bound to its page query parameter (`service`, `environment`, `range`). */
+export function ServiceSelect(props: { id: string; services: string[]; value: string; onChange(v: string | null): void }) {
+  return <QuerySelect id={props.id} label="Service" value={props.value} options={[["", "All services"], ...props.services.map((s) => [s, s] as const)]} onChange={(v) => props.onChange(v || null)} />;
+}
+
+export function EnvironmentSelect(props: { id: string; environments: string[]; value: string; onChange(v: string | null): void }) {
+  return <QuerySelect id={props.id} label="Environment" value={props.value} options={[["", "All"], ...props.environments.map((e) => [e, e] as const)]} onChange={(v) => props.onChange(v || null)} />;
+}
+
+export function RangeSelect(props: { id: string; value: string; onChange(v: string): void }) {
+  return <QuerySelect id={props.id} label="Range" value={props.value} options={RANGES.map(([v, t]) => [v, `Last ${t}`] as const)} onChange={props.onChange} />;
+}
+
+/**
+ * A search form over the page's query string: a text field applied by Search (the page's `q`),
+ * then the page's own selects (`children`, applied as they change) and any further buttons.
+ */
+export function ObsSearch(props: { id: string; label: string; placeholder: string; text: string; onSearch(q: string | null): void; children: ComponentChildren; buttons?: ComponentChildren }) {
+  const [draft, setDraft] = useState(props.text);
+  useEffect(() => setDraft(props.text), [props.text]);
+  return (
+    <form
+      class="obs-filters"
+      role="search"
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.onSearch(draft.trim() || null);
+      }}
+    >
+      <div class="grow">
+        <label for={props.id}>{props.label}</label>
+        <input id={props.id} type="search" value={draft} placeholder={props.placeholder} onInput={(e) => setDraft((e.currentTarget as HTMLInputElement).value)} />
+      </div>
+      {props.children}
+      <div class="buttons">
+        <button type="submit" class="primary">
+          Search
+        </button>
+        {props.buttons}
+      </div>
+    </form>
   );
 }
 

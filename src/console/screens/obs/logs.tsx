@@ -8,7 +8,7 @@ import { api, ApiError } from "../../api";
 import { Alert, Shown } from "../../ui";
 import type { SectionProps } from "../../frame";
 import { StackedBars } from "../../widgets/charts";
-import { LEVEL_ORDER, QuerySelect, RANGES, levelFamily, obsQuery, preciseTime, rangeMs, setPageQuery, type LogEntry, type LogVolume } from "../../widgets/obs";
+import { EnvironmentSelect, LEVEL_ORDER, ObsSearch, QuerySelect, RANGES, RangeSelect, ServiceSelect, levelFamily, obsQuery, preciseTime, rangeMs, setPageQuery, useObsServices, type LogEntry, type LogVolume } from "../../widgets/obs";
 
 const LEVELS: ReadonlyArray<readonly [string, string]> = [
   ["", "All levels"],
@@ -32,19 +32,11 @@ export function LogsPage(props: SectionProps) {
   const environment = q.get("environment") ?? "";
   const range = q.get("range") ?? "1h";
   const tail = q.get("tail") === "1";
-  const [draft, setDraft] = useState(text);
-  const [services, setServices] = useState<string[]>([]);
+  const services = useObsServices(slug, environment);
   const [entries, setEntries] = useState<LogEntry[] | null>(null);
   const [volume, setVolume] = useState<{ data: LogVolume; from: number; to: number } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const newest = useRef<string | null>(null);
-
-  useEffect(() => setDraft(text), [text]);
-  useEffect(() => {
-    api<string[]>("GET", `/api/v1/obs/services?${obsQuery(slug, { environment })}`)
-      .then(setServices)
-      .catch(() => setServices([]));
-  }, [slug, environment]);
 
   const filters = { q: text, service, level, environment };
   const loadVolume = () => {
@@ -102,31 +94,23 @@ export function LogsPage(props: SectionProps) {
   return (
     <section aria-labelledby="logs-title" class="obs">
       <h2 id="logs-title">Logs</h2>
-      <form
-        class="obs-filters"
-        role="search"
-        onSubmit={(e) => {
-          e.preventDefault();
-          set({ q: draft.trim() || null });
-        }}
-      >
-        <div class="grow">
-          <label for="logs-q">Text</label>
-          <input id="logs-q" type="search" value={draft} placeholder="Substring of the message or target" onInput={(e) => setDraft((e.currentTarget as HTMLInputElement).value)} />
-        </div>
-        <QuerySelect id="logs-service" label="Service" value={service} options={[["", "All services"], ...services.map((s) => [s, s] as const)]} onChange={(v) => set({ service: v || null })} />
-        <QuerySelect id="logs-level" label="Level" value={level} options={LEVELS} onChange={(v) => set({ level: v || null })} />
-        <QuerySelect id="logs-env" label="Environment" value={environment} options={[["", "All"], ...props.project.environments.map((e) => [e, e] as const)]} onChange={(v) => set({ environment: v || null })} />
-        <QuerySelect id="logs-range" label="Range" value={range} options={RANGES.map(([v, t]) => [v, `Last ${t}`] as const)} onChange={(v) => set({ range: v })} />
-        <div class="buttons">
-          <button type="submit" class="primary">
-            Search
-          </button>
+      <ObsSearch
+        id="logs-q"
+        label="Text"
+        placeholder="Substring of the message or target"
+        text={text}
+        onSearch={(v) => set({ q: v })}
+        buttons={
           <button type="button" aria-pressed={tail} class={tail ? "live on" : "live"} onClick={() => set({ tail: tail ? null : "1" })}>
             {tail ? "Stop live tail" : "Live tail"}
           </button>
-        </div>
-      </form>
+        }
+      >
+        <ServiceSelect id="logs-service" services={services} value={service} onChange={(v) => set({ service: v })} />
+        <QuerySelect id="logs-level" label="Level" value={level} options={LEVELS} onChange={(v) => set({ level: v || null })} />
+        <EnvironmentSelect id="logs-env" environments={props.project.environments} value={environment} onChange={(v) => set({ environment: v })} />
+        <RangeSelect id="logs-range" value={range} onChange={(v) => set({ range: v })} />
+      </ObsSearch>
       {volume && (
         <StackedBars
           title={`Lines per level, last ${RANGES.find(([v]) => v === range)?.[1] ?? range}${text ? " (all lines: the text filter does not apply here)" : ""}`}

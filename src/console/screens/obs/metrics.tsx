@@ -10,7 +10,7 @@ import { api, ApiError } from "../../api";
 import { Alert } from "../../ui";
 import type { SectionProps } from "../../frame";
 import { LineChart, type LineSeries } from "../../widgets/charts";
-import { QuerySelect, RANGES, obsQuery, rangeMs, setPageQuery, type MetricName, type SeriesResponse } from "../../widgets/obs";
+import { EnvironmentSelect, QuerySelect, RangeSelect, ServiceSelect, obsQuery, rangeMs, setPageQuery, useObsServices, type MetricName, type SeriesResponse } from "../../widgets/obs";
 
 const MAX_CHARTS = 12;
 
@@ -74,16 +74,13 @@ export function MetricsPage(props: SectionProps) {
   const environment = q.get("environment") ?? "";
   const only = q.get("metric") ?? "";
   const [names, setNames] = useState<MetricName[] | null>(null);
-  const [services, setServices] = useState<string[]>([]);
+  const services = useObsServices(slug, environment);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     setNames(null);
     api<MetricName[]>("GET", `/api/v1/obs/metrics/names?${obsQuery(slug, { environment })}`)
       .then(setNames)
       .catch((e) => setError(e instanceof ApiError ? e.message : "Could not load the metrics."));
-    api<string[]>("GET", `/api/v1/obs/services?${obsQuery(slug, { environment })}`)
-      .then(setServices)
-      .catch(() => setServices([]));
   }, [slug, environment]);
 
   const set = (changes: Record<string, string | null>) => setPageQuery(q, changes);
@@ -93,9 +90,9 @@ export function MetricsPage(props: SectionProps) {
       <h2 id="metrics-title">Metrics</h2>
       <form class="obs-filters" onSubmit={(e) => e.preventDefault()}>
         <QuerySelect id="metrics-name" label="Metric" value={only} options={[["", "All metrics"], ...(names ?? []).map((n) => [n.name, n.name] as const)]} onChange={(v) => set({ metric: v || null })} />
-        <QuerySelect id="metrics-service" label="Service" value={service} options={[["", "All services"], ...services.map((s) => [s, s] as const)]} onChange={(v) => set({ service: v || null })} />
-        <QuerySelect id="metrics-env" label="Environment" value={environment} options={[["", "All"], ...props.project.environments.map((e) => [e, e] as const)]} onChange={(v) => set({ environment: v || null })} />
-        <QuerySelect id="metrics-range" label="Range" value={range} options={RANGES.map(([v, t]) => [v, `Last ${t}`] as const)} onChange={(v) => set({ range: v })} />
+        <ServiceSelect id="metrics-service" services={services} value={service} onChange={(v) => set({ service: v })} />
+        <EnvironmentSelect id="metrics-env" environments={props.project.environments} value={environment} onChange={(v) => set({ environment: v })} />
+        <RangeSelect id="metrics-range" value={range} onChange={(v) => set({ range: v })} />
       </form>
       {error && <Alert>{error}</Alert>}
       {!names && !error && <p aria-busy="true">Loading metrics…</p>}

@@ -7,7 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../../api";
 import { Alert, Link } from "../../ui";
 import type { SectionProps } from "../../frame";
-import { QuerySelect, RANGES, duration, obsQuery, preciseTime, setPageQuery, type SpanEntry } from "../../widgets/obs";
+import { ObsSearch, QuerySelect, RangeSelect, ServiceSelect, duration, obsQuery, preciseTime, setPageQuery, useObsServices, type SpanEntry } from "../../widgets/obs";
 
 const STATUSES: ReadonlyArray<readonly [string, string]> = [
   ["", "Any status"],
@@ -28,17 +28,10 @@ function TraceList(props: SectionProps) {
   const service = q.get("service") ?? "";
   const status = q.get("status") ?? "";
   const range = q.get("range") ?? "1h";
-  const [draft, setDraft] = useState(text);
-  const [services, setServices] = useState<string[]>([]);
+  const services = useObsServices(slug);
   const [roots, setRoots] = useState<SpanEntry[] | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  useEffect(() => setDraft(text), [text]);
-  useEffect(() => {
-    api<string[]>("GET", `/api/v1/obs/services?${obsQuery(slug, {})}`)
-      .then(setServices)
-      .catch(() => setServices([]));
-  }, [slug]);
   useEffect(() => {
     setRoots(null);
     setError(null);
@@ -51,27 +44,11 @@ function TraceList(props: SectionProps) {
   return (
     <section aria-labelledby="traces-title" class="obs">
       <h2 id="traces-title">Traces</h2>
-      <form
-        class="obs-filters"
-        role="search"
-        onSubmit={(e) => {
-          e.preventDefault();
-          set({ q: draft.trim() || null });
-        }}
-      >
-        <div class="grow">
-          <label for="traces-q">Root span name</label>
-          <input id="traces-q" type="search" value={draft} placeholder="e.g. GET /orders" onInput={(e) => setDraft((e.currentTarget as HTMLInputElement).value)} />
-        </div>
-        <QuerySelect id="traces-service" label="Service" value={service} options={[["", "All services"], ...services.map((s) => [s, s] as const)]} onChange={(v) => set({ service: v || null })} />
+      <ObsSearch id="traces-q" label="Root span name" placeholder="e.g. GET /orders" text={text} onSearch={(v) => set({ q: v })}>
+        <ServiceSelect id="traces-service" services={services} value={service} onChange={(v) => set({ service: v })} />
         <QuerySelect id="traces-status" label="Status" value={status} options={STATUSES} onChange={(v) => set({ status: v || null })} />
-        <QuerySelect id="traces-range" label="Range" value={range} options={RANGES.map(([v, t]) => [v, `Last ${t}`] as const)} onChange={(v) => set({ range: v })} />
-        <div class="buttons">
-          <button type="submit" class="primary">
-            Search
-          </button>
-        </div>
-      </form>
+        <RangeSelect id="traces-range" value={range} onChange={(v) => set({ range: v })} />
+      </ObsSearch>
       {error && <Alert>{error}</Alert>}
       {!roots && !error && <p aria-busy="true">Loading traces…</p>}
       {roots && roots.length === 0 && <p class="muted">No traces match in this range.</p>}
