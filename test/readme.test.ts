@@ -61,3 +61,16 @@ test("the user guide and CONTRIBUTING.md name only commands ops has, and link on
   }
   expect(unknown).toEqual([]);
 });
+
+test("the publish-cli lines the README and the CLI guide show name the version npm run build bakes in, and every git push pushes HEAD to a branch", () => {
+  const path = require("node:path") as typeof import("node:path");
+  const pkg = JSON.parse(readFileSync(path.resolve(import.meta.dir, "../package.json"), "utf8")) as { version: string };
+  const guide = readFileSync(path.resolve(import.meta.dir, "../docs/guide/cli.md"), "utf8");
+  const versions = [readme, guide].flatMap((text) => [...text.matchAll(/dist\/ops admin publish-cli --file dist\/ops\s+--version (\S+?)`?\s/g)].map((m) => m[1]));
+  expect(versions.length).toBeGreaterThanOrEqual(3);
+  expect(new Set(versions)).toEqual(new Set([pkg.version]));
+  // A plain `git init` names its branch master (unless configured): `main` alone would not push.
+  const pushes = [...readme.matchAll(/`git push (http\S+) (\S+?)`/g)].map((m) => m[2]);
+  expect(pushes.length).toBeGreaterThanOrEqual(2);
+  for (const refspec of pushes) expect(refspec).toStartWith("HEAD:");
+});
