@@ -1,10 +1,11 @@
 /**
  * Memory controller detection (src/adapters/sandbox/cgroups.ts) from given mount tables: none
  * mounted, v2 without the memory controller, and this machine's own (a writable group must be
- * found here: the runtime test relies on it).
+ * found here: the runtime test relies on it); the pids hierarchy (pids.ts) found the same way.
  */
 import { describe, test, expect } from "bun:test";
 import { detectMemoryController, joinArgv, joinFile } from "../src/adapters/sandbox/cgroups";
+import { pidsHierarchy } from "../src/adapters/sandbox/pids";
 
 describe("memory controller detection", () => {
   test("no cgroup mounted: not available, with the reason", () => {
@@ -16,6 +17,13 @@ describe("memory controller detection", () => {
     const r = detectMemoryController({ mountinfo: "41 31 0:38 / /nonexistent/cgroup2 rw,relatime - cgroup2 cgroup2 rw\n", selfCgroup: "0::/\n" });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.reason).toBe("cgroup v2 at /nonexistent/cgroup2 offers no memory controller; no cgroup v1 memory controller is mounted");
+  });
+
+  test("pids: v2 without the controller says so; v1's own pids hierarchy is taken, at ops's group in it", () => {
+    const v2 = "41 31 0:38 / /nonexistent/cgroup2 rw,relatime - cgroup2 cgroup2 rw\n";
+    expect(pidsHierarchy({ mountinfo: v2, selfCgroup: "0::/\n" })).toEqual({ reason: "cgroup v2 at /nonexistent/cgroup2 offers no pids controller; no cgroup v1 pids controller is mounted" });
+    const v1 = v2 + "35 30 0:31 / /nonexistent/cgroup/pids rw,nosuid - cgroup cgroup rw,pids\n";
+    expect(pidsHierarchy({ mountinfo: v1, selfCgroup: "5:pids:/user.slice/ops\n0::/\n" })).toEqual({ version: 1, own: "/nonexistent/cgroup/pids/user.slice/ops" });
   });
 
   test("this machine has a writable memory controller under ops's own group", () => {

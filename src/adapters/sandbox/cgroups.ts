@@ -109,6 +109,15 @@ export function groupDir(mount: Mount, own: string): string {
  * A v2 hierarchy counts only when ops's own group offers the memory controller.
  */
 export function memoryHierarchies(opts: DetectOptions = {}): { found: Hierarchy[]; reasons: string[] } {
+  return controllerHierarchies("memory", opts);
+}
+
+/**
+ * The hierarchies ops may make groups with `controller` (memory, pids) in, v2 first, and why the
+ * others cannot be used. A v2 hierarchy counts only when ops's own group offers the controller; a
+ * v1 one is the controller's own mount.
+ */
+export function controllerHierarchies(controller: string, opts: DetectOptions = {}): { found: Hierarchy[]; reasons: string[] } {
   let mountinfo: string;
   let selfCgroup: string;
   try {
@@ -131,13 +140,13 @@ export function memoryHierarchies(opts: DetectOptions = {}): { found: Hierarchy[
   const ownV2 = lines.find((l) => l.controllers.length === 1 && l.controllers[0] === "");
   if (unified && ownV2) {
     const dir = groupDir(unified, ownV2.path);
-    if (read(path.join(dir, "cgroup.controllers")).split(/\s+/).includes("memory")) found.push({ version: 2, own: dir });
-    else reasons.push(`cgroup v2 at ${dir} offers no memory controller`);
+    if (read(path.join(dir, "cgroup.controllers")).split(/\s+/).includes(controller)) found.push({ version: 2, own: dir });
+    else reasons.push(`cgroup v2 at ${dir} offers no ${controller} controller`);
   }
-  const memMount = mounts.find((m) => m.fsType === "cgroup" && m.superOptions.includes("memory"));
-  const ownV1 = lines.find((l) => l.controllers.includes("memory"));
-  if (memMount && ownV1) found.push({ version: 1, own: groupDir(memMount, ownV1.path) });
-  else reasons.push("no cgroup v1 memory controller is mounted");
+  const v1 = mounts.find((m) => m.fsType === "cgroup" && m.superOptions.includes(controller));
+  const ownV1 = lines.find((l) => l.controllers.includes(controller));
+  if (v1 && ownV1) found.push({ version: 1, own: groupDir(v1, ownV1.path) });
+  else reasons.push(`no cgroup v1 ${controller} controller is mounted`);
   return { found, reasons };
 }
 

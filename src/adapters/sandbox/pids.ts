@@ -14,7 +14,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { IMAGE_TAG, delegateV2, enableController, groupDir, parseMountinfo, sweep, type CgroupHow, type DetectOptions, type MemoryCgroup } from "./cgroups";
+import { IMAGE_TAG, controllerHierarchies, delegateV2, enableController, sweep, type CgroupHow, type DetectOptions, type Hierarchy, type MemoryCgroup } from "./cgroups";
 
 export interface PidsGroup {
   readonly max: number;
@@ -40,42 +40,10 @@ function read(file: string): string {
   }
 }
 
-interface PidsHierarchy {
-  version: 1 | 2;
-  own: string;
-}
-
 /** Where ops may make pids groups: v2 when its own group offers `pids`, else v1's pids hierarchy. */
-export function pidsHierarchy(opts: DetectOptions = {}): PidsHierarchy | { reason: string } {
-  let mountinfo: string;
-  let selfCgroup: string;
-  try {
-    mountinfo = opts.mountinfo ?? readFileSync("/proc/self/mountinfo", "utf8");
-    selfCgroup = opts.selfCgroup ?? readFileSync("/proc/self/cgroup", "utf8");
-  } catch {
-    return { reason: "this system has no /proc/self/mountinfo (not Linux?)" };
-  }
-  const mounts = parseMountinfo(mountinfo);
-  const lines = selfCgroup
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => {
-      const [, , controllers, p] = /^(\d+):([^:]*):(.*)$/.exec(l) ?? [];
-      return { controllers: (controllers ?? "").split(","), path: p ?? "/" };
-    });
-  const reasons: string[] = [];
-  const unified = mounts.find((m) => m.fsType === "cgroup2");
-  const ownV2 = lines.find((l) => l.controllers.length === 1 && l.controllers[0] === "");
-  if (unified && ownV2) {
-    const dir = groupDir(unified, ownV2.path);
-    if (read(path.join(dir, "cgroup.controllers")).split(/\s+/).includes("pids")) return { version: 2, own: dir };
-    reasons.push(`cgroup v2 at ${dir} offers no pids controller`);
-  }
-  const v1 = mounts.find((m) => m.fsType === "cgroup" && m.superOptions.includes("pids"));
-  const ownV1 = lines.find((l) => l.controllers.includes("pids"));
-  if (v1 && ownV1) return { version: 1, own: groupDir(v1, ownV1.path) };
-  reasons.push("no cgroup v1 pids controller is mounted");
-  return { reason: reasons.join("; ") };
+export function pidsHierarchy(opts: DetectOptions = {}): Hierarchy | { reason: string } {
+  const { found, reasons } = controllerHierarchies("pids", opts);
+  return found[0] ?? { reason: reasons.join("; ") };
 }
 
 /** The handle of an existing group (one the previous image of ops handed over, docs/decisions/0390). */
@@ -117,7 +85,7 @@ function handle(version: 1 | 2, dir: string, max: number, own: boolean): PidsGro
   };
 }
 
-function makeGroup(h: PidsHierarchy, dir: string, max: number): PidsGroup {
+function makeGroup(h: Hierarchy, dir: string, max: number): PidsGroup {
   mkdirSync(dir);
   try {
     writeFileSync(path.join(dir, "pids.max"), String(max));
