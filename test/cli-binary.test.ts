@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, wri
 import path from "node:path";
 import { createTestApp, expectStatus, freePort, tempDir, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
+import { startLogin as startLoginAt } from "./cli-login";
 import { FixedClock } from "../src/core/clock";
 import { fixedRole } from "../src/domains/access/service";
 import { hostTarget } from "../src/domains/cli/service";
@@ -77,32 +78,9 @@ async function run(cmd: string[], env: Record<string, string>, cwd = "/"): Promi
   return { code, stdout, stderr };
 }
 
-/** Start `ops login` and resolve with the user code it prints, plus the running process. */
-async function startLogin(binary: string, home: string, args: string[] = []) {
-  const proc = Bun.spawn([binary, "login", "--server", t.url, ...args], { env: envFor(home), cwd: "/", stdout: "pipe", stderr: "pipe" });
-  const reader = proc.stderr.getReader();
-  let stderr = "";
-  const decoder = new TextDecoder();
-  let code: string | null = null;
-  while (code === null || !stderr.includes("Waiting for approval")) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`ops login ended before printing a code:\n${stderr}`);
-    stderr += decoder.decode(value);
-    code = /one-time code: ([A-Z]{4}-[A-Z]{4})/.exec(stderr)?.[1] ?? null;
-  }
-  const rest = (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      stderr += decoder.decode(value);
-    }
-    return stderr;
-  })();
-  const finished = (async () => {
-    const [stdout, err, exit] = await Promise.all([new Response(proc.stdout).text(), rest, proc.exited]);
-    return { code: exit, stdout, stderr: err } as Run;
-  })();
-  return { userCode: code, stderrSoFar: stderr, finished };
+/** Start `ops login` as `home`'s person and resolve with the user code it prints (cli-login.ts). */
+function startLogin(binary: string, home: string, args: string[] = []) {
+  return startLoginAt(binary, t.url, envFor(home), args);
 }
 
 function configOf(home: string): { server: string; token: string | null; project?: string | null } {
@@ -376,19 +354,7 @@ async function ownerSession(server: string): Promise<string> {
 
 /** Run `ops login --server <input>` until it prints its one-time code, then stop it; its stderr so far. */
 async function loginUntilCode(binary: string, home: string, input: string): Promise<string> {
-  const proc = Bun.spawn([binary, "login", "--server", input], { env: envFor(home), cwd: "/", stdout: "pipe", stderr: "pipe" });
-  const reader = proc.stderr.getReader();
-  const decoder = new TextDecoder();
-  let stderr = "";
-  try {
-    while (!/one-time code: [A-Z]{4}-[A-Z]{4}/.test(stderr) || !stderr.includes("Waiting for approval")) {
-      const { done, value } = await reader.read();
-      if (done) throw new Error(`ops login ended before printing a code:\n${stderr}`);
-      stderr += decoder.decode(value);
-    }
-  } finally {
-    proc.kill("SIGTERM");
-    await proc.exited;
-  }
-  return stderr;
+  const login = await startLoginAt(binary, input, envFor(home));
+  await login.stop();
+  return login.stderrSoFar;
 }

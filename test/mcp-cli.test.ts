@@ -12,6 +12,7 @@ import { readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from "node:f
 import path from "node:path";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "./harness";
 import { makePerson, principalOf, type Person } from "./fixtures";
+import { startLogin as startLoginAt } from "./cli-login";
 import { FixedClock } from "../src/core/clock";
 import { fixedRole } from "../src/domains/access/service";
 import { ROOT, call, callEveryTool, connectStdio, mcpWorld, type McpWorld } from "./mcp-fixtures";
@@ -50,29 +51,9 @@ afterAll(async () => {
 const envFor = (home: string, extra: Record<string, string> = {}) => ({ HOME: home, PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8", ...extra });
 const configOf = (home: string) => JSON.parse(readFileSync(path.join(home, ".config", "ops", "config.json"), "utf8"));
 
-/** Start `ops login` with `args`; resolves with the user code it printed and its end. */
-async function startLogin(home: string, args: string[]) {
-  const proc = Bun.spawn([bin, "login", "--server", t.url, ...args], { env: envFor(home), cwd: "/", stdout: "pipe", stderr: "pipe" });
-  const reader = proc.stderr.getReader();
-  const decoder = new TextDecoder();
-  let stderr = "";
-  let code: string | null = null;
-  while (code === null || !stderr.includes("Waiting for approval")) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`ops login ended before printing a code:\n${stderr}`);
-    stderr += decoder.decode(value);
-    code = /one-time code: ([A-Z]{4}-[A-Z]{4})/.exec(stderr)?.[1] ?? null;
-  }
-  const finished = (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      stderr += decoder.decode(value);
-    }
-    const [stdout, exit] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
-    return { code: exit, stdout, stderr };
-  })();
-  return { userCode: code, finished };
+/** Start `ops login` with `args` as `home`'s person; resolves with the user code it printed and its end (cli-login.ts). */
+function startLogin(home: string, args: string[]) {
+  return startLoginAt(bin, t.url, envFor(home), args);
 }
 
 describe("ops login --client mcp (built binary)", () => {
