@@ -19,6 +19,9 @@ import type { Logger } from "./log";
 import { uuidv7 } from "./ids";
 import { schedulerItems, schedulerTasks } from "./tables";
 import { OpsError } from "./errors";
+import { finishItemIn, insertItem, type EnqueueOptions } from "./scheduler-items";
+
+export type { EnqueueOptions } from "./scheduler-items";
 
 export interface ItemContext {
   id: string;
@@ -42,22 +45,6 @@ interface ItemDef {
   handler: ItemHandler;
   maxAttempts: number;
   backoffMs: (attempt: number) => number;
-}
-
-export interface EnqueueOptions {
-  runAt?: number;
-  /**
-   * A second enqueue with the same key while the first is pending is a no-op. While the first is
-   * running, it runs once more after it ends (with the newest payload): what it read may already
-   * be stale, and the change that caused the second enqueue must not be lost.
-   */
-  dedupeKey?: string;
-  maxAttempts?: number;
-  /**
-   * False when the caller starts the item itself once its transaction committed (`startNow`), so
-   * no kick looks for it. Default true.
-   */
-  kick?: boolean;
 }
 
 export interface SchedulerOptions {
@@ -175,34 +162,9 @@ export class Scheduler {
 
   /** Persist a work item (inside the caller's transaction when `q` is a tx). Returns its id. */
   enqueue(q: Queryable, kind: string, payload: unknown = {}, opts: EnqueueOptions = {}): string {
-    const def = this.items.get(kind);
     const now = this.clock.now();
-    if (opts.dedupeKey !== undefined) {
-      const prior = q
-        .select({ id: schedulerItems.id, state: schedulerItems.state })
-        .from(schedulerItems)
-        .where(eq(schedulerItems.dedupeKey, opts.dedupeKey))
-        .get();
-      if (prior?.state === "pending") return prior.id;
-      if (prior?.state === "running") {
-        q.update(schedulerItems).set({ rerun: 1, payload: JSON.stringify(payload ?? {}) }).where(eq(schedulerItems.id, prior.id)).run();
-        return prior.id;
-      }
-      if (prior) q.update(schedulerItems).set({ dedupeKey: null }).where(eq(schedulerItems.id, prior.id)).run();
-    }
-    const id = uuidv7(now);
-    q.insert(schedulerItems)
-      .values({
-        id,
-        kind,
-        payload: JSON.stringify(payload ?? {}),
-        runAt: opts.runAt ?? now,
-        maxAttempts: opts.maxAttempts ?? def?.maxAttempts ?? 5,
-        dedupeKey: opts.dedupeKey ?? null,
-        createdAt: now,
-      })
-      .run();
-    if ((opts.runAt ?? now) <= now && opts.kick !== false) this.kick();
+    const { id, fresh } = insertItem(q, now, kind, payload, opts, this.items.get(kind)?.maxAttempts);
+    if (fresh && (opts.runAt ?? now) <= now && opts.kick !== false) this.kick();
     return id;
   }
 
@@ -395,23 +357,4 @@ export class Scheduler {
   private finishItem(id: string, state: "done" | "failed", error: string | null): boolean {
     return finishItemIn(this.db, id, state, error, this.clock.now());
   }
-}
-
-/**
- * End a running item; false when it was not running (already ended). One enqueued again while it
- * ran (`rerun`) goes back to pending instead, due now, with fresh attempts.
- */
-function finishItemIn(q: Queryable, id: string, state: "done" | "failed", error: string | null, now: number): boolean {
-  const again = q
-    .update(schedulerItems)
-    .set({ state: "pending", leasedUntil: null, lastError: error, runAt: now, attempts: 0, rerun: 0 })
-    .where(and(eq(schedulerItems.id, id), eq(schedulerItems.state, "running"), eq(schedulerItems.rerun, 1)))
-    .run() as unknown as { changes: number };
-  if (again.changes > 0) return true;
-  const res = q
-    .update(schedulerItems)
-    .set({ state, leasedUntil: null, lastError: error, finishedAt: now, dedupeKey: null })
-    .where(and(eq(schedulerItems.id, id), eq(schedulerItems.state, "running")))
-    .run() as unknown as { changes: number };
-  return res.changes > 0;
 }
