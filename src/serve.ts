@@ -38,7 +38,8 @@ export interface RunningServer {
 
 /**
  * Stop before the data dir changes when ops's own address is taken: a first start that failed
- * later would have printed the estate owner's password once, and the next start prints none.
+ * later would have printed the estate owner's password once, and the next start prints none
+ * (docs/decisions/0440).
  */
 function assertListenable(config: Config): void {
   const { host, port } = config.listen;
