@@ -14,6 +14,7 @@ import { Confirm } from "../widgets/confirm";
 import { Empty, Outcome, Pending, Scroll, useActions, useLoad } from "../widgets/load";
 import { AccessTabs, type Member, type Role } from "../widgets/access-shapes";
 import { TokenTable } from "../widgets/token-table";
+import { SelectField } from "../widgets/select-field";
 
 interface Candidate {
   id: string;
@@ -148,25 +149,10 @@ function AddMember(props: { candidates: Candidate[]; roles: Role[]; onAdd(id: st
     >
       <h3 id="add-member-title">Add a member</h3>
       <div>
-        <label for="member-who">Operator</label>
-        <select id="member-who" value={who} onChange={(e) => setWho(e.currentTarget.value)}>
-          {props.candidates.map((c) => (
-            <option key={c.id} value={c.id}>
-              {c.display_name} ({c.email}){c.kind === "machine" ? ", machine" : ""}
-            </option>
-          ))}
-        </select>
+        <SelectField id="member-who" label="Operator" value={who} options={props.candidates.map((c) => [c.id, `${c.display_name} (${c.email})${c.kind === "machine" ? ", machine" : ""}`] as const)} onChange={setWho} />
       </div>
       <div>
-        <label for="member-role">Role</label>
-        <select id="member-role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
-          {props.roles.map((r) => (
-            <option key={r.id} value={r.id}>
-              {r.display_name}
-              {r.fixed ? "" : " (this project's)"}
-            </option>
-          ))}
-        </select>
+        <SelectField id="member-role" label="Role" value={role} options={props.roles.map((r) => [r.id, `${r.display_name}${r.fixed ? "" : " (this project's)"}`] as const)} onChange={setRole} />
       </div>
       <div class="actions">
         <button type="submit" class="primary">

@@ -9,6 +9,7 @@ import { api } from "../api";
 import { Alert, navigate, when } from "../ui";
 import type { SectionProps } from "../frame";
 import { Empty, Pending, Scroll, errorText } from "../widgets/load";
+import { SelectField } from "../widgets/select-field";
 
 interface AuditRow {
   id: number;
@@ -82,15 +83,7 @@ export function AuditPage(props: SectionProps) {
           </select>
         </div>
         <div>
-          <label for="audit-environment">Environment</label>
-          <select id="audit-environment" value={draft.environment} onChange={(e) => setDraft({ ...draft, environment: e.currentTarget.value })}>
-            <option value="">any</option>
-            {props.project.environments.map((e) => (
-              <option key={e} value={e}>
-                {e}
-              </option>
-            ))}
-          </select>
+          <SelectField id="audit-environment" label="Environment" value={draft.environment} options={[["", "any"], ...props.project.environments]} onChange={(v) => setDraft({ ...draft, environment: v })} />
         </div>
         {text("since", "Since", "24h, 7d or 2026-11-21T12:00:00Z")}
         <div class="buttons">

@@ -13,6 +13,7 @@ import { Denied } from "../widgets/guard";
 import { InstallCliCard } from "../widgets/install-cli";
 import { Pending, Scroll, errorText, useLoad } from "../widgets/load";
 import { bytes } from "../widgets/resources";
+import { SelectField } from "../widgets/select-field";
 
 interface Release {
   version: string;
@@ -141,14 +142,7 @@ function Publish(props: { onDone(): void }) {
         <input id="release-version" required maxLength={64} value={version} onInput={(e) => setVersion(e.currentTarget.value)} />
       </div>
       <div>
-        <label for="release-target">Target</label>
-        <select id="release-target" value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
-          {TARGETS.map((t) => (
-            <option key={t} value={t}>
-              {t}
-            </option>
-          ))}
-        </select>
+        <SelectField id="release-target" label="Target" value={target} options={TARGETS} onChange={setTarget} />
       </div>
       <div>
         <label for="release-binary">Binary</label>

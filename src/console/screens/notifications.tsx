@@ -9,6 +9,7 @@ import { api } from "../api";
 import { Alert, Link, navigate, when } from "../ui";
 import type { ProjectInfo } from "../frame";
 import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
+import { SelectField } from "../widgets/select-field";
 
 interface Notice {
   id: string;
@@ -180,14 +181,7 @@ function Settings(props: { projects: ProjectInfo[]; first: Setting[] | null; onL
   return (
     <form class="card" onSubmit={(e) => void save(e)} aria-label="Notification settings">
       <div class="toolbar">
-        <label for="settings-project">Project</label>
-        <select id="settings-project" value={slug} onChange={(e) => setSlug(e.currentTarget.value)}>
-          {props.projects.map((p) => (
-            <option key={p.slug} value={p.slug}>
-              {p.name}
-            </option>
-          ))}
-        </select>
+        <SelectField id="settings-project" label="Project" value={slug} options={props.projects.map((p) => [p.slug, p.name] as const)} onChange={setSlug} />
       </div>
       {error && <Alert>{error}</Alert>}
       {ok && <Alert kind="ok">{ok}</Alert>}

@@ -13,6 +13,7 @@ import { Action, Denied } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
 import { Pending, Scroll, errorText, useLoad } from "../widgets/load";
 import type { Member, Role } from "../widgets/access-shapes";
+import { SelectField } from "../widgets/select-field";
 
 interface Operator {
   id: string;
@@ -212,15 +213,7 @@ function NewOperator(props: { roles: Role[]; onCreated(name: string): void }) {
         </div>
       )}
       <div>
-        <label for="op-role">Role in every project</label>
-        <select id="op-role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
-          <option value="">none (add them to projects)</option>
-          {props.roles.map((r) => (
-            <option key={r.id} value={r.id}>
-              {r.display_name}
-            </option>
-          ))}
-        </select>
+        <SelectField id="op-role" label="Role in every project" value={role} options={[["", "none (add them to projects)"], ...props.roles.map((r) => [r.id, r.display_name] as const)]} onChange={setRole} />
       </div>
       {kind === "person" && (
         <p class="hint" id="op-password-hint">

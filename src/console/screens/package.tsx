@@ -16,6 +16,7 @@ import { Confirm } from "../widgets/confirm";
 import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
 import { bytes } from "../widgets/resources";
 import { packageApi, type PackageDetail, type PackageVersion } from "../widgets/packages";
+import { SelectField } from "../widgets/select-field";
 
 /** The cargo Web API route that yanks (DELETE) or unyanks (PUT) one version. */
 function yankApi(name: string, version: string, yank: boolean): [string, string] {
@@ -207,14 +208,7 @@ function DistTags(props: { name: string; tags: Array<[string, string]>; versions
             <input id="tag-name" required autocomplete="off" spellcheck={false} placeholder="beta" value={tag} onInput={(e) => setTag(e.currentTarget.value)} />
           </div>
           <div>
-            <label for="tag-version">Version</label>
-            <select id="tag-version" value={version} onChange={(e) => setVersion(e.currentTarget.value)}>
-              {props.versions.map((v) => (
-                <option key={v} value={v}>
-                  {v}
-                </option>
-              ))}
-            </select>
+            <SelectField id="tag-version" label="Version" value={version} options={props.versions} onChange={setVersion} />
           </div>
           <div class="actions">
             <Action access={props.access} perm="packages.publish" env={null} type="submit" class="primary" off={busy || tag.trim() === ""} onClick={() => undefined}>

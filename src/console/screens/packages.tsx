@@ -15,6 +15,7 @@ import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
 import { bytes } from "../widgets/resources";
 import { short } from "../widgets/services";
 import { CLAIM_REGISTRIES, imagePage, packageApi, packagePage, type PackageSummary, type ProjectPackages } from "../widgets/packages";
+import { SelectField } from "../widgets/select-field";
 
 function PackageTable(props: { slug: string; rows: PackageSummary[]; caption: string }) {
   if (props.rows.length === 0) return <Empty>None claimed yet.</Empty>;
@@ -82,14 +83,7 @@ function ClaimName(props: { slug: string; access: Access; onClaimed(what: string
     <form class="card grid-form claim-form" onSubmit={(e) => void claim(e)} aria-labelledby="claim-title">
       <h3 id="claim-title">Claim a name</h3>
       <div>
-        <label for="claim-registry">Registry</label>
-        <select id="claim-registry" value={registry} onChange={(e) => setRegistry(e.currentTarget.value)}>
-          {CLAIM_REGISTRIES.map((r) => (
-            <option key={r} value={r}>
-              {r}
-            </option>
-          ))}
-        </select>
+        <SelectField id="claim-registry" label="Registry" value={registry} options={CLAIM_REGISTRIES} onChange={setRegistry} />
       </div>
       <div>
         <label for="claim-name">Package name</label>

@@ -14,6 +14,7 @@ import { Action, Denied } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
 import { Empty, Outcome, Pending, Scroll, useActions, useLoad } from "../widgets/load";
 import { AccessTabs, PermissionPicker, type Permission, type Policy, type Role } from "../widgets/access-shapes";
+import { SelectField } from "../widgets/select-field";
 
 const ENV = routeEnvironment();
 
@@ -193,14 +194,7 @@ function PolicyForm(props: { environments: string[]; roles: Role[]; permissions:
       <h3 id="policy-form-title">Set a policy</h3>
       <div class="grid-form">
         <div>
-          <label for="policy-env">Environment</label>
-          <select id="policy-env" value={env} onChange={(e) => setEnv(e.currentTarget.value)}>
-            {props.environments.map((x) => (
-              <option key={x} value={x}>
-                {x}
-              </option>
-            ))}
-          </select>
+          <SelectField id="policy-env" label="Environment" value={env} options={props.environments} onChange={setEnv} />
         </div>
         <div>
           <label for="policy-role">Role</label>

@@ -16,6 +16,7 @@ import { Confirm } from "../widgets/confirm";
 import { Empty, Pending, Scroll, errorText, useLoad } from "../widgets/load";
 import { resourceApi, type Resource } from "../widgets/resources";
 import { SecretTabs, ValueField } from "../widgets/secrets";
+import { SelectField } from "../widgets/select-field";
 
 interface SecretMeta {
   service: string;
@@ -192,14 +193,7 @@ function SetSecret(props: { access: Access; units: Units; names: string[]; url(u
     <form class="card grid-form set-form" onSubmit={(e) => void submit(e)} aria-labelledby="set-secret-title">
       <h3 id="set-secret-title">Set a secret</h3>
       <div>
-        <label for="unit-service">Service</label>
-        <select id="unit-service" value={unit} onChange={(e) => setUnit(e.currentTarget.value)}>
-          {props.names.map((n) => (
-            <option key={n} value={n}>
-              {n}
-            </option>
-          ))}
-        </select>
+        <SelectField id="unit-service" label="Service" value={unit} options={props.names} onChange={setUnit} />
       </div>
       <div>
         <label for="unit-name">Name</label>

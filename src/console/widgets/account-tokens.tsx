@@ -8,6 +8,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Me, type Token } from "../api";
 import { Alert } from "../ui";
 import { TokenTable } from "./token-table";
+import { SelectField } from "./select-field";
 
 function message(e: unknown): string {
   return e instanceof ApiError ? e.message : "That did not work.";
@@ -128,43 +129,16 @@ export function Tokens(props: { me: Me }) {
           <input id="token-name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </div>
         <div>
-          <label for="token-project">Project</label>
-          <select id="token-project" value={project} onChange={(e) => setProject(e.currentTarget.value)}>
-            <option value="">Any (not pinned)</option>
-            {projects.map((p) => (
-              <option key={p} value={p}>
-                {p}
-              </option>
-            ))}
-          </select>
+          <SelectField id="token-project" label="Project" value={project} options={[["", "Any (not pinned)"], ...projects]} onChange={setProject} />
         </div>
         <div>
-          <label for="token-role">Role</label>
-          <select id="token-role" value={roleId} onChange={(e) => setRoleId(e.currentTarget.value)} required>
-            {roles.map((r) => (
-              <option key={r.id} value={r.id}>
-                {r.name}
-              </option>
-            ))}
-          </select>
+          <SelectField id="token-role" label="Role" value={roleId} options={roles.map((r) => [r.id, r.name] as const)} onChange={setRoleId} required />
         </div>
         <div>
-          <label for="token-kind">Kind</label>
-          <select id="token-kind" value={kind} onChange={(e) => setKind(e.currentTarget.value)}>
-            <option value="api">api</option>
-            <option value="cli">cli</option>
-            <option value="mcp">mcp</option>
-          </select>
+          <SelectField id="token-kind" label="Kind" value={kind} options={["api", "cli", "mcp"]} onChange={setKind} />
         </div>
         <div>
-          <label for="token-expiry">Expires after</label>
-          <select id="token-expiry" value={expiry} onChange={(e) => setExpiry(e.currentTarget.value)}>
-            <option value="7">7 days</option>
-            <option value="30">30 days</option>
-            <option value="90">90 days</option>
-            <option value="365">1 year</option>
-            <option value="0">Never</option>
-          </select>
+          <SelectField id="token-expiry" label="Expires after" value={expiry} options={[["7", "7 days"], ["30", "30 days"], ["90", "90 days"], ["365", "1 year"], ["0", "Never"]]} onChange={setExpiry} />
         </div>
         <div class="actions">
           <button type="submit" class="primary" disabled={!roleId || !name.trim()}>

@@ -8,6 +8,7 @@ import { api } from "../api";
 import { Alert } from "../ui";
 import { CopyField } from "./copy-field";
 import { errorText } from "./load";
+import { SelectField } from "./select-field";
 
 interface InstallCode {
   code: string;
@@ -40,16 +41,7 @@ export function InstallCliCard(props: { projects: Array<{ slug: string; name: st
           For <strong>{only.name}</strong>.
         </p>
       ) : (
-        <>
-          <label for="install-project">Project</label>
-          <select id="install-project" value={slug} onChange={(e) => setSlug(e.currentTarget.value)}>
-            {props.projects.map((p) => (
-              <option key={p.slug} value={p.slug}>
-                {p.name}
-              </option>
-            ))}
-          </select>
-        </>
+        <SelectField id="install-project" label="Project" value={slug} options={props.projects.map((p) => [p.slug, p.name] as const)} onChange={setSlug} />
       )}
       <p class="hint">
         The command installs <code>ops</code> in <code>~/.local/bin</code> and signs it in with a token of your role in that project. It works once, for {made ? Math.round(made.expires_in / 60) : 10} minutes.

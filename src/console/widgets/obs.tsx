@@ -7,6 +7,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { navigate } from "../ui";
+import { SelectField, type Choice } from "./select-field";
 
 export interface LogEntry {
   client?: string | null;
@@ -116,17 +117,10 @@ export function duration(ms: number): string {
 }
 
 /** A labelled select bound to one page query parameter. */
-export function QuerySelect(props: { id: string; label: string; value: string; options: ReadonlyArray<readonly [string, string]>; onChange(v: string): void; children?: ComponentChildren }) {
+export function QuerySelect(props: { id: string; label: string; value: string; options: ReadonlyArray<Choice>; onChange(v: string): void }) {
   return (
     <div>
-      <label for={props.id}>{props.label}</label>
-      <select id={props.id} value={props.value} onChange={(e) => props.onChange((e.currentTarget as HTMLSelectElement).value)}>
-        {props.options.map(([v, text]) => (
-          <option key={v} value={v}>
-            {text}
-          </option>
-        ))}
-      </select>
+      <SelectField {...props} />
     </div>
   );
 }
