@@ -212,11 +212,14 @@ describe("ops restart keeps apps running", () => {
     await until("the adopted app's process to end", () => gone(kept));
     await until("the service to stop answering", () => via("/version").then((r) => r.status === 502, () => false));
     await until("the service to say it is stopped", async () => ((await api("GET", `/api/v1/projects/${slug}/resources/service/web`)).body.status?.summary ?? "").startsWith("stopped (replicas: 0)"));
-    // A change while the service's reconcile still runs is not queued again (the scheduler's dedupe): let it finish.
-    await Bun.sleep(1000);
+    // At once: a change while the service's reconcile still runs is reconciled again after it.
     expect((await api("PUT", `/api/v1/projects/${slug}/resources/service/web`, spec(1))).status).toBe(200);
     await until("a new replica to answer", () => via("/version").then((r) => r.status === 200, () => false));
     const fresh = appPid()!;
+    // Started by an image that took a hand-over: none of the kept descriptors (the other replica's
+    // pipes, its namespace, the hand-over memfd) reached it; a program it starts holds only stdio.
+    const fds = await (await via("/fds")).text();
+    expect([...fds.matchAll(/ (\d+) -> /g)].map((m) => Number(m[1])), fds).toEqual([0, 1, 2, 3]);
     expect(fresh).not.toBe(kept);
     expect(serverErr.join("")).not.toContain("already live");
 

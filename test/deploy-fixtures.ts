@@ -26,6 +26,8 @@ http.createServer = (handler) => create((req, res) => {
   if (req.url === "/version") { res.setHeader("content-type", "text/plain"); return res.end(process.env.APP_VERSION || ""); }
   if (req.url === "/healthz") { res.statusCode = process.env.HEALTH === "fail" ? 500 : 200; return res.end(process.env.HEALTH === "fail" ? "sick" : "ok"); }
   // Logs what a visitor sent, as many apps log a request's path or a form field.
+  // The descriptors a program the app starts inherits (what a sandbox let in besides stdio).
+  if (req.url === "/fds") { res.setHeader("content-type", "text/plain"); return res.end(require("child_process").execSync("ls -l /proc/self/fd").toString()); }
   if (req.url.startsWith("/say?")) { console.log("visitor said " + new URL(req.url, "http://x").searchParams.get("text")); return res.end("noted"); }
   return handler(req, res);
 });

@@ -96,7 +96,7 @@ beforeAll(async () => {
     `npm install --no-audit --no-fund --no-save is-number@7.0.0 && node -e \\"require('is-number'); console.log('public registry ok')\\"`,
     `npm install --no-audit --no-fund --no-save @ops/probe-lib@1.0.0 && node -e \\"console.log('ops registry ' + require('@ops/probe-lib').hello)\\"`,
   ];
-  const toml = `[services.web]\nbuild = ["node probe.js", ${install.map((c) => `"${c}"`).join(", ")}]\nstart = "node probe.js"\nport = 3000\n`;
+  const toml = `[services.web]\nbuild = ["node probe.js", "ls -l /proc/self/fd", ${install.map((c) => `"${c}"`).join(", ")}]\nstart = "node probe.js"\nport = 3000\n`;
   await pushTree(w.local.remote, "net", {
     "ops.toml": toml,
     ".npmrc": `@ops:registry=${t.url}/npm/\n//${new URL(t.url).host}/npm/:_authToken=\${DEPLOY_TOKEN}\n`,
@@ -117,6 +117,24 @@ afterAll(async () => {
   w?.local.remove();
   hostService?.stop(true);
   await t?.close();
+});
+
+/** The descriptor numbers in `ls -l /proc/self/fd` output. */
+function fdNumbers(listing: string): number[] {
+  return [...listing.matchAll(/ (\d+) -> /g)].map((m) => Number(m[1])).sort((a, b) => a - b);
+}
+
+describe("descriptors", () => {
+  test("a build step and a replica's programs hold no descriptor of ops's (another replica's output pipe, a namespace, the hand-over): only their own stdio", async () => {
+    const log = await logText(w, buildId);
+    const listing = log.split("\n").filter((l) => / \d+ -> /.test(l)).join("\n");
+    expect(listing.length).toBeGreaterThan(0);
+    // ls's own 0, 1, 2 and the directory it reads.
+    expect(fdNumbers(listing), listing).toEqual([0, 1, 2, 3]);
+    const res = await viaIngress(ingress, defaultHostOf(projects.alpha.slug, "web"), "/fds");
+    const fromReplica = await res.text();
+    expect(fdNumbers(fromReplica), fromReplica).toEqual([0, 1, 2, 3]);
+  });
 });
 
 describe("a build's network", () => {
