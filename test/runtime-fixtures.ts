@@ -4,13 +4,12 @@
  * `node` through `/bin/sh -c`, written as an OCI image layout and pushed into a test app's
  * embedded registry with real `skopeo copy`. Then pulled and unpacked the way ops does it.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { createHash } from "node:crypto";
 import { create as tarCreate } from "tar";
 import { expect } from "bun:test";
 import { tempDir, type TestApp } from "./harness";
-import { registryCast, run, writeTree, type RegistryCast } from "./support/registries";
+import { registryCast, writeOciLayout, writeTree, type RegistryCast } from "./support/registries";
+import { skopeo } from "./support/builds";
 import { readImage, type PulledImage } from "../src/domains/registries/oci/pull";
 import { unpackImage } from "../src/adapters/runtime/unpack";
 import type { RuntimeImage } from "../src/adapters/runtime/types";
@@ -155,8 +154,6 @@ process.on("SIGTERM", () => {
 server.listen(Number(process.env.PORT), "127.0.0.1", () => console.log("listening on " + process.env.PORT));
 `;
 
-const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
-
 export interface TestImage {
   layout: string;
   manifestDigest: string;
@@ -170,9 +167,11 @@ export async function writeTestImage(tag = "v1", extraFiles: Record<string, stri
   const top = [...new Set(["app", ...Object.keys(extraFiles).map((f) => f.split("/")[0])])];
   for await (const c of tarCreate({ cwd: src, portable: true, mtime: new Date(1_700_000_000_000) }, top) as unknown as AsyncIterable<Buffer>) chunks.push(c);
   const tar = new Uint8Array(Buffer.concat(chunks));
-  const layer = Bun.gzipSync(tar);
-  const config = new TextEncoder().encode(
-    JSON.stringify({
+  const layout = tempDir("ops-image-layout-");
+  const { manifestDigest } = writeOciLayout(
+    layout,
+    tar,
+    {
       architecture: "amd64",
       os: "linux",
       config: {
@@ -183,37 +182,16 @@ export async function writeTestImage(tag = "v1", extraFiles: Record<string, stri
         ExposedPorts: { "8080/tcp": {} },
         Labels: { "org.opencontainers.image.revision": `rev-${tag}`, "dev.ops.runtime": "process" },
       },
-      rootfs: { type: "layers", diff_ids: [`sha256:${sha(tar)}`] },
-    }),
-  );
-  const manifest = new TextEncoder().encode(
-    JSON.stringify({
-      schemaVersion: 2,
-      mediaType: "application/vnd.oci.image.manifest.v1+json",
-      config: { mediaType: "application/vnd.oci.image.config.v1+json", digest: `sha256:${sha(config)}`, size: config.byteLength },
-      layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest: `sha256:${sha(layer)}`, size: layer.byteLength }],
-    }),
-  );
-  const layout = tempDir("ops-image-layout-");
-  mkdirSync(path.join(layout, "blobs", "sha256"), { recursive: true });
-  for (const b of [layer, config, manifest]) writeFileSync(path.join(layout, "blobs", "sha256", sha(b)), b);
-  writeFileSync(path.join(layout, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
-  const manifestDigest = `sha256:${sha(manifest)}`;
-  writeFileSync(
-    path.join(layout, "index.json"),
-    JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: "application/vnd.oci.image.manifest.v1+json", digest: manifestDigest, size: manifest.byteLength, annotations: { "org.opencontainers.image.ref.name": tag } }] }),
+    },
+    tag,
   );
   return { layout, manifestDigest };
 }
 
 /** Push `image` into the app's registry as `<project>/<repo>:<tag>` with real skopeo. */
 export async function skopeoPush(t: TestApp, cast: RegistryCast, image: TestImage, repo: string, tag: string): Promise<void> {
-  const home = tempDir("ops-skopeo-home-");
   const host = new URL(t.url).host;
-  const res = await run(
-    ["skopeo", "--insecure-policy", "copy", "--dest-tls-verify=false", "--dest-creds", `ci:${cast.publisherToken}`, `oci:${image.layout}:${tag}`, `docker://${host}/${cast.project.slug}/${repo}:${tag}`],
-    { cwd: home, env: { HOME: home, XDG_RUNTIME_DIR: home, REGISTRY_AUTH_FILE: path.join(home, "auth.json") }, timeoutMs: 120_000 },
-  );
+  const res = await skopeo(["copy", "--dest-tls-verify=false", "--dest-creds", `ci:${cast.publisherToken}`, `oci:${image.layout}:${tag}`, `docker://${host}/${cast.project.slug}/${repo}:${tag}`]);
   if (res.code !== 0) throw new Error(`skopeo copy failed (${res.code}): ${res.stderr}`);
 }
 

@@ -162,3 +162,30 @@ export function rawTarGz(entries: RawEntry[]): Uint8Array<ArrayBuffer> {
   blocks.push(new Uint8Array(1024));
   return new Uint8Array(Bun.gzipSync(Buffer.concat(blocks)));
 }
+
+/**
+ * Write a one-layer OCI image layout in `dir`: the layer is `tar` gzipped, the image config is
+ * `image` with its rootfs filled in, and the manifest is tagged `tag` in index.json.
+ */
+export function writeOciLayout(dir: string, tar: Uint8Array<ArrayBuffer>, image: Record<string, unknown>, tag: string): { manifestDigest: string; layerDigest: string } {
+  const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+  const layer = Bun.gzipSync(tar);
+  const config = new TextEncoder().encode(JSON.stringify({ ...image, rootfs: { type: "layers", diff_ids: [`sha256:${sha(tar)}`] } }));
+  const manifest = new TextEncoder().encode(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: "application/vnd.oci.image.manifest.v1+json",
+      config: { mediaType: "application/vnd.oci.image.config.v1+json", digest: `sha256:${sha(config)}`, size: config.byteLength },
+      layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest: `sha256:${sha(layer)}`, size: layer.byteLength }],
+    }),
+  );
+  const manifestDigest = `sha256:${sha(manifest)}`;
+  mkdirSync(path.join(dir, "blobs", "sha256"), { recursive: true });
+  for (const b of [layer, config, manifest]) writeFileSync(path.join(dir, "blobs", "sha256", sha(b)), b);
+  writeFileSync(path.join(dir, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
+  writeFileSync(
+    path.join(dir, "index.json"),
+    JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: "application/vnd.oci.image.manifest.v1+json", digest: manifestDigest, size: manifest.byteLength, annotations: { "org.opencontainers.image.ref.name": tag } }] }),
+  );
+  return { manifestDigest, layerDigest: `sha256:${sha(layer)}` };
+}

@@ -4,11 +4,12 @@
  * out byte for byte, and get 401 / 403 for callers without access. Only loopback is used.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { createHash } from "node:crypto";
 import { createTestApp, tempDir, expectStatus, type TestApp } from "../../../../test/harness";
-import { registryCast, run, tarGz, type RegistryCast } from "../../../../test/support/registries";
+import { registryCast, tarGz, writeOciLayout, type RegistryCast } from "../../../../test/support/registries";
+import { skopeo } from "../../../../test/support/builds";
 import { create as tarCreate } from "tar";
 import { writeTree } from "../../../../test/support/registries";
 
@@ -28,40 +29,7 @@ async function writeLayout(dir: string): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const c of tarCreate({ cwd: src, portable: true }, ["hello.txt", "etc"]) as unknown as AsyncIterable<Buffer>) chunks.push(c);
   const tar = new Uint8Array(Buffer.concat(chunks));
-  const layer = Bun.gzipSync(tar);
-  const config = new TextEncoder().encode(
-    JSON.stringify({
-      architecture: "amd64",
-      os: "linux",
-      config: { Labels: { "org.opencontainers.image.revision": "0123abc" }, Cmd: ["/bin/true"] },
-      rootfs: { type: "layers", diff_ids: [`sha256:${sha(tar)}`] },
-    }),
-  );
-  const manifest = new TextEncoder().encode(
-    JSON.stringify({
-      schemaVersion: 2,
-      mediaType: "application/vnd.oci.image.manifest.v1+json",
-      config: { mediaType: "application/vnd.oci.image.config.v1+json", digest: `sha256:${sha(config)}`, size: config.byteLength },
-      layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest: `sha256:${sha(layer)}`, size: layer.byteLength }],
-    }),
-  );
-  layerDigest = `sha256:${sha(layer)}`;
-  manifestDigest = `sha256:${sha(manifest)}`;
-  mkdirSync(path.join(dir, "blobs", "sha256"), { recursive: true });
-  for (const b of [layer, config, manifest]) writeFileSync(path.join(dir, "blobs", "sha256", sha(b)), b);
-  writeFileSync(path.join(dir, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
-  writeFileSync(
-    path.join(dir, "index.json"),
-    JSON.stringify({
-      schemaVersion: 2,
-      manifests: [{ mediaType: "application/vnd.oci.image.manifest.v1+json", digest: manifestDigest, size: manifest.byteLength, annotations: { "org.opencontainers.image.ref.name": "v1" } }],
-    }),
-  );
-}
-
-function skopeo(args: string[]) {
-  const home = tempDir("ops-skopeo-home-");
-  return run(["skopeo", "--insecure-policy", ...args], { cwd: home, env: { HOME: home, XDG_RUNTIME_DIR: home, REGISTRY_AUTH_FILE: path.join(home, "auth.json") }, timeoutMs: 120_000 });
+  ({ manifestDigest, layerDigest } = writeOciLayout(dir, tar, { architecture: "amd64", os: "linux", config: { Labels: { "org.opencontainers.image.revision": "0123abc" }, Cmd: ["/bin/true"] } }, "v1"));
 }
 
 beforeAll(async () => {
