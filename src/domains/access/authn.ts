@@ -14,13 +14,9 @@ import { isWellFormedSecret, secretDigest } from "../../core/ids";
 import { sessionEndsAt } from "./sessions";
 import { accessCache, GenerationCache } from "./access-cache";
 
-interface SessionJoin {
-  id: string;
+/** The operator's columns that both credential joins read (`OPERATOR_COLUMNS`). */
+interface OperatorJoin {
   operator_id: string;
-  kind: "console" | "cli";
-  last_seen_at: number;
-  expires_at: number;
-  revoked_at: number | null;
   o_kind: "person" | "machine";
   email: string | null;
   handle: string | null;
@@ -28,9 +24,18 @@ interface SessionJoin {
   suspended_at: number | null;
 }
 
-interface TokenJoin {
+const OPERATOR_COLUMNS = "o.kind AS o_kind, o.email, o.handle, o.display_name, o.suspended_at";
+
+interface SessionJoin extends OperatorJoin {
   id: string;
-  operator_id: string;
+  kind: "console" | "cli";
+  last_seen_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+interface TokenJoin extends OperatorJoin {
+  id: string;
   kind: "api" | "cli" | "mcp";
   scopes: string;
   project_id: string | null;
@@ -38,11 +43,12 @@ interface TokenJoin {
   role_id: string;
   expires_at: number | null;
   revoked_at: number | null;
-  o_kind: "person" | "machine";
-  email: string | null;
-  handle: string | null;
-  display_name: string;
-  suspended_at: number | null;
+}
+
+/** Who a credential belongs to, as a principal names them (the audit actor: a person's email, or `api-token` for a machine). */
+function operatorOf(row: OperatorJoin): Pick<Principal, "operatorId" | "kind" | "name" | "email" | "displayName" | "suspended" | "actor"> {
+  const person = row.o_kind === "person";
+  return { operatorId: row.operator_id, kind: row.o_kind, name: (person ? row.email : row.handle) ?? "", email: row.email, displayName: row.display_name, suspended: false, actor: person ? (row.email ?? "") : "api-token" };
 }
 
 interface ProjectRowRaw {
@@ -101,13 +107,11 @@ function prepare(core: Core): Statements {
   const db = core.sqlite;
   return {
     session: db.query(
-      `SELECT s.id, s.operator_id, s.kind, s.last_seen_at, s.expires_at, s.revoked_at,
-              o.kind AS o_kind, o.email, o.handle, o.display_name, o.suspended_at
+      `SELECT s.id, s.operator_id, s.kind, s.last_seen_at, s.expires_at, s.revoked_at, ${OPERATOR_COLUMNS}
          FROM sessions s JOIN operators o ON o.id = s.operator_id WHERE s.digest = ?`,
     ),
     token: db.query(
-      `SELECT t.id, t.operator_id, t.kind, t.scopes, t.project_id, p.slug AS project_slug, t.role_id, t.expires_at, t.revoked_at,
-              o.kind AS o_kind, o.email, o.handle, o.display_name, o.suspended_at
+      `SELECT t.id, t.operator_id, t.kind, t.scopes, t.project_id, p.slug AS project_slug, t.role_id, t.expires_at, t.revoked_at, ${OPERATOR_COLUMNS}
          FROM tokens t JOIN operators o ON o.id = t.operator_id LEFT JOIN projects p ON p.id = t.project_id
         WHERE t.digest = ?`,
     ),
@@ -153,14 +157,8 @@ export function accessHooks(core: Core): AccessHooks {
   const grantsByOperator = cache.map<Grants>();
 
   const sessionPrincipal = (row: SessionJoin, viaCookie: boolean): Principal => ({
-    operatorId: row.operator_id,
-    kind: row.o_kind,
-    name: (row.o_kind === "person" ? row.email : row.handle) ?? "",
-    email: row.email,
-    displayName: row.display_name,
-    suspended: false,
+    ...operatorOf(row),
     via: "console",
-    actor: row.o_kind === "person" ? (row.email ?? "") : "api-token",
     sessionId: row.id,
     sessionKind: row.kind,
     tokenId: null,
@@ -210,16 +208,9 @@ export function accessHooks(core: Core): AccessHooks {
     const key = `t:${digest}`;
     let p = principals.get(key);
     if (!p) {
-      const person = row.o_kind === "person";
       p = {
-        operatorId: row.operator_id,
-        kind: row.o_kind,
-        name: (person ? row.email : row.handle) ?? "",
-        email: row.email,
-        displayName: row.display_name,
-        suspended: false,
-        via: person ? "token" : "api-token",
-        actor: person ? (row.email ?? "") : "api-token",
+        ...operatorOf(row),
+        via: row.o_kind === "person" ? "token" : "api-token",
         sessionId: null,
         sessionKind: null,
         tokenId: row.id,
