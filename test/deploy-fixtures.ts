@@ -13,10 +13,9 @@ import path from "node:path";
 import type { TestApp } from "./harness";
 import { tempDir } from "./harness";
 import { APP_JS } from "./runtime-fixtures";
-import { SYSTEM_ACTOR } from "../src/core/audit";
-import { pushImage } from "../src/domains/registries/service";
 import { packImage } from "../src/domains/builds/image";
 import { ensureSigningKey, signImage } from "../src/domains/builds/signing";
+import { pushPacked } from "./support/builds";
 import { ingressOf } from "../src/adapters/ingress";
 
 export const WRAP_JS = String.raw`
@@ -63,17 +62,7 @@ export async function pushApp(t: TestApp, project: string, service: string, app:
     commitTime: Date.UTC(2026, 2, 4),
     source: repo,
   });
-  const pushed = await pushImage(t.core, {
-    repository: repo,
-    blobs: [
-      { digest: img.layer.digest, size: img.layer.size, source: { file: img.layer.file } },
-      { digest: img.config.digest, size: img.config.size, source: { bytes: img.config.bytes } },
-    ],
-    manifest: img.manifest.bytes,
-    mediaType: img.manifest.mediaType,
-    tag: app.version,
-    pusher: { subject: "ops", audit: SYSTEM_ACTOR },
-  });
+  const pushed = await pushPacked(t.core, img, repo, app.version);
   if (opts.signed !== false) {
     ensureSigningKey(t.core);
     await signImage(t.core, repo, pushed.digest);

@@ -18,7 +18,7 @@ import { pushImage, storedBlob, storedManifest } from "../src/domains/registries
 import { packImage, type PackedImage } from "../src/domains/builds/image";
 import { ensureSigningKey, signImage, signatureTag, signingKeyPath, verifyImageSignature, SIGNATURE_ANNOTATION, SIMPLE_SIGNING } from "../src/domains/builds/signing";
 import { buildsModule } from "../src/domains/builds";
-import { skopeo } from "./support/builds";
+import { pushPacked, skopeo } from "./support/builds";
 
 let t: TestApp;
 let cast: RegistryCast;
@@ -34,17 +34,7 @@ async function buildAndPush(name: string, content: string): Promise<string> {
   mkdirSync(out, { recursive: true });
   writeFileSync(path.join(out, "server.js"), content);
   const img: PackedImage = await packImage({ outputDir: out, layerFile: path.join(work, `${name}.tar.gz`), start: "node server.js", port: 8080, commit: "c0ffee", commitTime: Date.UTC(2026, 2, 4), source: repo });
-  const pushed = await pushImage(t.core, {
-    repository: repo,
-    blobs: [
-      { digest: img.layer.digest, size: img.layer.size, source: { file: img.layer.file } },
-      { digest: img.config.digest, size: img.config.size, source: { bytes: img.config.bytes } },
-    ],
-    manifest: img.manifest.bytes,
-    mediaType: img.manifest.mediaType,
-    tag: name,
-    pusher: { subject: "ops", audit: SYSTEM_ACTOR },
-  });
+  const pushed = await pushPacked(t.core, img, repo, name);
   return pushed.digest;
 }
 

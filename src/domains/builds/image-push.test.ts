@@ -13,7 +13,7 @@ import { auditLog } from "../../core/tables";
 import { SYSTEM_ACTOR } from "../../core/audit";
 import { registryCast, type RegistryCast } from "../../../test/support/registries";
 import { pushImage, storedManifest, storedBlob } from "../registries/service";
-import { packImage, type PackedImage } from "./image";
+import { packImage, packedBlobs, type PackedImage } from "./image";
 import { skopeo } from "../../../test/support/builds";
 
 let t: TestApp;
@@ -28,10 +28,7 @@ const COMMIT = "89abcdef0123456789abcdef0123456789abcdef";
 function pushOf(image: PackedImage, repository: string, tag: string | null) {
   return {
     repository,
-    blobs: [
-      { digest: image.layer.digest, size: image.layer.size, source: { file: image.layer.file } },
-      { digest: image.config.digest, size: image.config.size, source: { bytes: image.config.bytes } },
-    ],
+    blobs: packedBlobs(image),
     manifest: image.manifest.bytes,
     mediaType: image.manifest.mediaType,
     tag,

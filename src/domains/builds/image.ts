@@ -29,6 +29,7 @@ import path from "node:path";
 import { Header, Pax } from "tar";
 import { SANDBOX_GID, SANDBOX_UID } from "../../adapters/builder/sandbox";
 import { HOST_TREES } from "../../adapters/sandbox/bwrap";
+import type { PushBlob } from "../registries/service";
 
 /** True for an absolute, `..`-free path inside a host tree every sandbox binds read-only (/usr, /bin, /lib…). */
 export function isHostToolchainPath(target: string): boolean {
@@ -84,6 +85,14 @@ export interface PackedImage {
   manifest: Blob & { bytes: Uint8Array; mediaType: string };
   /** Entries in the layer (directories included). */
   entries: number;
+}
+
+/** A packed image's blobs as the registry takes them: the layer streamed from its file, the config from memory. */
+export function packedBlobs(image: PackedImage): PushBlob[] {
+  return [
+    { digest: image.layer.digest, size: image.layer.size, source: { file: image.layer.file } },
+    { digest: image.config.digest, size: image.config.size, source: { bytes: image.config.bytes } },
+  ];
 }
 
 interface Entry {

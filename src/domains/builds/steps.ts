@@ -24,7 +24,7 @@ import { specOf, type ServiceSpec } from "../resources/service";
 import { declarationAt, fetchCommit, sourceById, OpsTomlError, type SourceRow } from "../sources/service";
 import { pushImage, registryService, type PushBlob } from "../registries/service";
 import { recordConsumers, resolutionsIn } from "../modules/service";
-import { packImage, ImageRefused } from "./image";
+import { packImage, packedBlobs, ImageRefused } from "./image";
 import { signImage } from "./signing";
 import { scanImageFiles, describeHits } from "./secret-scan";
 import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
@@ -325,10 +325,7 @@ async function push(ctx: StepContext): Promise<StepDone> {
       throw e;
     }
     ctx.log.add("push", "info", `packed ${packed.entries} entries into one layer (${packed.layer.size} bytes)`);
-    blobs = [
-      { digest: packed.layer.digest, size: packed.layer.size, source: { file: packed.layer.file } },
-      { digest: packed.config.digest, size: packed.config.size, source: { bytes: packed.config.bytes } },
-    ];
+    blobs = packedBlobs(packed);
     manifest = packed.manifest;
   } else {
     const image = containerImage(ctx);
