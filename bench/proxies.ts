@@ -8,7 +8,8 @@
  * `createIngress` that `ops serve` runs, alone so that the API server's own work (scheduler,
  * probes) is not counted against it. With a TLS port it also serves the certificate in `<dir>`
  * (cert.pem, key.pem) under the name wrk sends (127.0.0.1). nginx runs one worker (its compiled
- * default), with upstream keep-alive and the same X-Forwarded-* headers.
+ * default), with upstream keep-alive; in the ingress bench it sends the replica the same forwarded
+ * headers ops does (X-Forwarded-For/-Proto/-Host, X-Real-IP, Forwarded) and the Host as received.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -20,7 +21,11 @@ export const NGINX = "/usr/sbin/nginx";
 export interface NginxOptions {
   /** Also listen with TLS on this port, with `<dir>/cert.pem` and `<dir>/key.pem`. */
   tlsPort?: number;
-  /** Set X-Forwarded-Host to the request's host too. */
+  /**
+   * Send the replica every forwarded header ops's ingress sends (src/adapters/ingress/forwarded.ts):
+   * X-Forwarded-Host, X-Real-IP and Forwarded besides X-Forwarded-For and -Proto, so both sides
+   * do the same work and the app parses the same head from each.
+   */
   forwardedHost?: boolean;
 }
 
@@ -35,7 +40,9 @@ export function nginxConf(dir: string, appPort: number, opts: NginxOptions = {})
     : "";
   const forwardedHost = opts.forwardedHost
     ? `
-      proxy_set_header X-Forwarded-Host $host;`
+      proxy_set_header X-Forwarded-Host $http_host;
+      proxy_set_header X-Real-IP $remote_addr;
+      proxy_set_header Forwarded "for=$remote_addr;host=\\"$http_host\\";proto=$scheme";`
     : "";
   return `daemon off;
 worker_processes 1;
@@ -56,7 +63,7 @@ http {
       proxy_pass http://app;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-      proxy_set_header Host $host;
+      proxy_set_header Host $http_host;
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Proto $scheme;${forwardedHost}
     }
