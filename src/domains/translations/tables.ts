@@ -22,14 +22,29 @@ import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, index, uniqueIndex, primaryKey } from "drizzle-orm/sqlite-core";
 import { projects } from "../access/tables";
 
+/**
+ * The columns that tie a row to its project, bundle or key; the row goes when that one is deleted.
+ * Functions, so that each table gets a column of its own.
+ */
+const projectRef = () =>
+  text("project_id")
+    .notNull()
+    .references(() => projects.id, { onDelete: "cascade" });
+const bundleRef = () =>
+  integer("bundle_id")
+    .notNull()
+    .references(() => tmsBundles.id, { onDelete: "cascade" });
+const keyRef = () =>
+  integer("key_id")
+    .notNull()
+    .references(() => tmsKeys.id, { onDelete: "cascade" });
+
 export const tmsBundles = sqliteTable(
   "tms_bundles",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
     /** The home project: whose translations.write members edit the bundle. */
-    projectId: text("project_id")
-      .notNull()
-      .references(() => projects.id, { onDelete: "cascade" }),
+    projectId: projectRef(),
     kind: text("kind", { enum: ["own", "estate", "package"] }).notNull(),
     /** Slug-shaped for own and estate bundles; the package name verbatim for package bundles. */
     name: text("name").notNull(),
@@ -55,9 +70,7 @@ export const tmsKeys = sqliteTable(
   "tms_keys",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    bundleId: integer("bundle_id")
-      .notNull()
-      .references(() => tmsBundles.id, { onDelete: "cascade" }),
+    bundleId: bundleRef(),
     namespace: text("namespace").notNull(),
     key: text("key").notNull(),
     createdAt: integer("created_at").notNull(),
@@ -70,9 +83,7 @@ export const tmsKeys = sqliteTable(
 export const tmsValues = sqliteTable(
   "tms_values",
   {
-    keyId: integer("key_id")
-      .notNull()
-      .references(() => tmsKeys.id, { onDelete: "cascade" }),
+    keyId: keyRef(),
     locale: text("locale").notNull(),
     value: text("value").notNull(),
     status: text("status", { enum: ["translated", "review"] }).notNull(),
@@ -88,12 +99,8 @@ export const tmsHistory = sqliteTable(
   "tms_history",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    bundleId: integer("bundle_id")
-      .notNull()
-      .references(() => tmsBundles.id, { onDelete: "cascade" }),
-    keyId: integer("key_id")
-      .notNull()
-      .references(() => tmsKeys.id, { onDelete: "cascade" }),
+    bundleId: bundleRef(),
+    keyId: keyRef(),
     /** The overriding project for an override's history; null for the bundle's own values. */
     projectId: text("project_id"),
     locale: text("locale").notNull(),
@@ -115,9 +122,7 @@ export const tmsVersions = sqliteTable(
   "tms_versions",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    bundleId: integer("bundle_id")
-      .notNull()
-      .references(() => tmsBundles.id, { onDelete: "cascade" }),
+    bundleId: bundleRef(),
     version: text("version").notNull(),
     registeredAt: integer("registered_at").notNull(),
     registeredBy: text("registered_by").notNull(),
@@ -131,9 +136,7 @@ export const tmsVersionKeys = sqliteTable(
     versionId: integer("version_id")
       .notNull()
       .references(() => tmsVersions.id, { onDelete: "cascade" }),
-    keyId: integer("key_id")
-      .notNull()
-      .references(() => tmsKeys.id, { onDelete: "cascade" }),
+    keyId: keyRef(),
   },
   (t) => [primaryKey({ columns: [t.versionId, t.keyId] })],
 );
@@ -141,12 +144,8 @@ export const tmsVersionKeys = sqliteTable(
 export const tmsAttachments = sqliteTable(
   "tms_attachments",
   {
-    projectId: text("project_id")
-      .notNull()
-      .references(() => projects.id, { onDelete: "cascade" }),
-    bundleId: integer("bundle_id")
-      .notNull()
-      .references(() => tmsBundles.id, { onDelete: "cascade" }),
+    projectId: projectRef(),
+    bundleId: bundleRef(),
     versionId: integer("version_id")
       .notNull()
       .references(() => tmsVersions.id),
@@ -159,15 +158,9 @@ export const tmsAttachments = sqliteTable(
 export const tmsOverrides = sqliteTable(
   "tms_overrides",
   {
-    projectId: text("project_id")
-      .notNull()
-      .references(() => projects.id, { onDelete: "cascade" }),
-    bundleId: integer("bundle_id")
-      .notNull()
-      .references(() => tmsBundles.id, { onDelete: "cascade" }),
-    keyId: integer("key_id")
-      .notNull()
-      .references(() => tmsKeys.id, { onDelete: "cascade" }),
+    projectId: projectRef(),
+    bundleId: bundleRef(),
+    keyId: keyRef(),
     locale: text("locale").notNull(),
     value: text("value").notNull(),
     version: integer("version").notNull(),
