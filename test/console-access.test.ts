@@ -8,7 +8,7 @@
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import type { Browser } from "playwright-core";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
-import { makeOwner, makePerson, makeProject, type Person } from "./fixtures";
+import { makeOwner, makePerson, makeProject, mintToken, type Person } from "./fixtures";
 import { launchChromium, pressEverything, problemsOf, shot, signIn, watchedContext, WallClock } from "./chromium";
 
 setDefaultTimeout(120_000);
@@ -138,6 +138,35 @@ describe("Access in chromium", () => {
 
     // Estate pages are not offered either.
     expect(await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Operators" }).count()).toBe(0);
+    await context.close();
+  });
+
+  test("tokens pinned to the project: a maintainer revokes their own; another member's Revoke says why not and does nothing", async () => {
+    const mia = await makePerson(t, [{ role: "maintainer", project: SLUG }], { email: "mia@ops.test", displayName: "Mia Keeper", password: "another-horse-battery" });
+    const dev = await makePerson(t, [{ role: "developer", project: SLUG }], { email: "dev@ops.test" });
+    mintToken(t, mia.principal, { role: "developer", project: SLUG, name: "mia laptop" });
+    mintToken(t, dev.principal, { role: "developer", project: SLUG, name: "dev laptop" });
+    const context = await watchedContext(browser);
+    const page = await context.newPage();
+    const problems = problemsOf(page);
+    await page.goto(`${t.url}/projects/${SLUG}/access`);
+    await signIn(page, mia);
+    await page.getByRole("heading", { name: `Tokens pinned to ${SLUG}` }).waitFor();
+    const tokens = page.locator("table.tokens");
+    await tokens.getByText("dev laptop").waitFor();
+    expect(await tokens.locator("tr", { hasText: "dev laptop" }).innerText()).toContain("dev@ops.test");
+    const theirs = page.getByRole("button", { name: "Revoke token dev laptop" });
+    expect(await theirs.getAttribute("aria-disabled")).toBe("true");
+    expect(await theirs.getAttribute("title")).toBe("Only the token's owner, or someone who manages operators, can revoke it.");
+    const deletes: string[] = [];
+    page.on("request", (r) => void (r.method() === "DELETE" && deletes.push(new URL(r.url()).pathname)));
+    await theirs.click({ force: true });
+    await page.getByRole("button", { name: "Revoke token mia laptop" }).click();
+    await page.getByText('The token "mia laptop" is revoked.').waitFor();
+    expect(deletes).toHaveLength(1);
+    await tokens.locator("tr.revoked", { hasText: "mia laptop" }).getByText("revoked", { exact: true }).waitFor();
+    expect(await tokens.locator("tr.revoked").count()).toBe(1);
+    expect(problems).toEqual([]);
     await context.close();
   });
 });
