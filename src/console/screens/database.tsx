@@ -15,17 +15,9 @@ import { Confirm } from "../widgets/confirm";
 import { errorText } from "../widgets/load";
 import { ResourceFrame, type ResourceView } from "../widgets/resource-frame";
 import { DeleteResource, ResourceFacts, SpecEditor, resourceApi, type Resource } from "../widgets/resources";
+import type { SecretVariable } from "../widgets/secrets";
 
 const FIXED_AT_CREATION: ReadonlySet<string> = new Set(["engine", "adopted", "database", "service", "variable"]);
-
-interface Variable {
-  name: string;
-  kind: string;
-  has_value: boolean;
-  pending: boolean;
-  version: number;
-  updated_at?: string | null;
-}
 
 interface Runbook {
   backup: string;
@@ -39,7 +31,7 @@ interface Runbook {
 function ConnectionString(props: { slug: string; access: Access; view: ResourceView }) {
   const spec = props.view.resource.spec as { service?: string | null; variable?: string; adopted?: boolean };
   const variable = spec.variable ?? "DATABASE_URL";
-  const [where, setWhere] = useState<{ group: string | null; stored: Variable | null } | null>(null);
+  const [where, setWhere] = useState<{ group: string | null; stored: SecretVariable | null } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const env = props.view.env;
   useEffect(() => {
@@ -48,7 +40,7 @@ function ConnectionString(props: { slug: string; access: Access; view: ResourceV
       .then(async (svc) => {
         const group = (svc.spec as { env_group?: string | null }).env_group ?? null;
         if (!group || !props.access.can("secrets.read", env)) return setWhere({ group, stored: null });
-        const vars = await api<Variable[]>("GET", resourceApi(props.slug, "secret-group", group, env, "/variables"));
+        const vars = await api<SecretVariable[]>("GET", resourceApi(props.slug, "secret-group", group, env, "/variables"));
         setWhere({ group, stored: vars.find((v) => v.name === variable) ?? null });
       })
       .catch((e) => setError(errorText(e)));

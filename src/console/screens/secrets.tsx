@@ -18,17 +18,7 @@ import { Confirm } from "../widgets/confirm";
 import { Empty, Outcome, Pending, Scroll, errorText, useActions, useLoad } from "../widgets/load";
 import { parseDotenv } from "../widgets/dotenv";
 import { resourceApi, type Resource } from "../widgets/resources";
-import { SecretTabs, ValueField } from "../widgets/secrets";
-
-interface Variable {
-  name: string;
-  kind: string;
-  has_value: boolean;
-  pending: boolean;
-  version: number;
-  updated_at?: string | null;
-  value?: string | null;
-}
+import { SecretTabs, ValueField, type SecretVariable } from "../widgets/secrets";
 
 interface Rendered {
   version: number;
@@ -106,7 +96,7 @@ export function SecretsPage(props: SectionProps) {
 function Group(props: { slug: string; env: string; access: Access; group: Resource; mounts: string[] }) {
   const name = props.group.name;
   const base = (rest: string) => resourceApi(props.slug, "secret-group", name, props.env, rest);
-  const loaded = useLoad(() => Promise.all([api<Variable[]>("GET", base("/variables")), api<Rendered[]>("GET", base("/versions"))]), [props.slug, props.env, name]);
+  const loaded = useLoad(() => Promise.all([api<SecretVariable[]>("GET", base("/variables")), api<Rendered[]>("GET", base("/versions"))]), [props.slug, props.env, name]);
   const [removing, setRemoving] = useState<string | null>(null);
   const [rotating, setRotating] = useState(false);
   const actions = useActions(loaded.reload, {
@@ -256,7 +246,7 @@ function SetVariable(props: { url(key: string): string; onDone(msg: string): voi
     setReset((n) => n + 1);
     setError(null);
     try {
-      const v = await api<Variable>("PUT", props.url(name.trim()), { value, kind });
+      const v = await api<SecretVariable>("PUT", props.url(name.trim()), { value, kind });
       setName("");
       props.onDone(`${v.name} is set (version ${v.version}).`);
     } catch (err) {
