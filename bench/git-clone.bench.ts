@@ -11,7 +11,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createContext, type BenchContext } from "./lib";
+import { runAloneTimes, type BenchContext } from "./lib";
 import { loadConfig } from "../src/core/config";
 import { createCore, closeCore } from "../src/app";
 import { tx } from "../src/core/db/client";
@@ -171,13 +171,4 @@ export async function run(ctx: BenchContext, runs = 5): Promise<string> {
   }
 }
 
-if (import.meta.main) {
-  const i = process.argv.indexOf("--runs");
-  const runs = i > 0 ? Number(process.argv[i + 1]) : 5;
-  const { ctx, cleanup } = createContext({ duration: 10, connections: 50, threads: 2 });
-  try {
-    console.log(await run(ctx, runs));
-  } finally {
-    await cleanup();
-  }
-}
+if (import.meta.main) await runAloneTimes(run);

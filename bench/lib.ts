@@ -259,3 +259,18 @@ export async function runAlone(run: (ctx: BenchContext) => Promise<string>, defa
     await cleanup();
   }
 }
+
+/**
+ * Run a benchmark that times whole operations on its own (`bun bench/<name>.bench.ts --runs N`,
+ * default 5) with the default load options: build a context, print the line, clean up.
+ */
+export async function runAloneTimes(run: (ctx: BenchContext, runs: number) => Promise<string>): Promise<void> {
+  const i = process.argv.indexOf("--runs");
+  const runs = i > 0 ? Number(process.argv[i + 1]) : 5;
+  const { ctx, cleanup } = createContext({ duration: 10, connections: 50, threads: 2 });
+  try {
+    console.log(await run(ctx, runs));
+  } finally {
+    await cleanup();
+  }
+}
