@@ -89,6 +89,19 @@ export interface Core {
   readonly locals: Map<string, unknown>;
 }
 
+/**
+ * The value a domain keeps in `core.locals` under `key` (`<domain>.<what>`), made by `make` on
+ * first use: one per Core, so apps side by side (tests) never share a cache, batch or guard.
+ */
+export function coreLocal<T>(core: Core, key: string, make: () => T): T {
+  let value = core.locals.get(key) as T | undefined;
+  if (value === undefined) {
+    value = make();
+    core.locals.set(key, value);
+  }
+  return value;
+}
+
 /** Renders an error for routes under a prefix whose protocol defines its own error format. */
 export interface ErrorStyle {
   prefix: string;

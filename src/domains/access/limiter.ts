@@ -14,7 +14,7 @@
  *
  * MFA confirmation: 5 wrong codes per account per 5 minutes and 20 per address per 15 minutes.
  */
-import type { Core } from "../../core/core";
+import { coreLocal, type Core } from "../../core/core";
 import { OpsError } from "../../core/errors";
 
 const MINUTE = 60_000;
@@ -151,20 +151,10 @@ function makeMfaGuard(core: Core): Guard {
 
 /** The sign-in guard of `core` (one per Core). */
 export function signInGuard(core: Core): Guard {
-  let g = core.locals.get("access.signin-guard") as Guard | undefined;
-  if (!g) {
-    g = makeSignInGuard(core);
-    core.locals.set("access.signin-guard", g);
-  }
-  return g;
+  return coreLocal<Guard>(core, "access.signin-guard", () => makeSignInGuard(core));
 }
 
 /** The MFA-confirmation guard of `core` (one per Core). */
 export function mfaGuard(core: Core): Guard {
-  let g = core.locals.get("access.mfa-guard") as Guard | undefined;
-  if (!g) {
-    g = makeMfaGuard(core);
-    core.locals.set("access.mfa-guard", g);
-  }
-  return g;
+  return coreLocal<Guard>(core, "access.mfa-guard", () => makeMfaGuard(core));
 }

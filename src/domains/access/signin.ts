@@ -8,7 +8,7 @@
  */
 import { and, eq, isNull, ne, or, lt } from "drizzle-orm";
 import { randomBytes } from "node:crypto";
-import type { Core } from "../../core/core";
+import { coreLocal, type Core } from "../../core/core";
 import type { RequestMeta } from "../../core/authz/principal";
 import { sameOrigin, type AuthContext } from "../../core/authz/plugin";
 import { actorOf } from "../../core/authz/principal";
@@ -30,12 +30,7 @@ import type { SessionResponse } from "./model-identity";
 const WRONG = "The email or password is wrong.";
 
 function dummyHash(core: Core): Promise<string> {
-  let p = core.locals.get("access.dummy-hash") as Promise<string> | undefined;
-  if (!p) {
-    p = hashPassword(randomBytes(24).toString("base64url"));
-    core.locals.set("access.dummy-hash", p);
-  }
-  return p;
+  return coreLocal<Promise<string>>(core, "access.dummy-hash", () => hashPassword(randomBytes(24).toString("base64url")));
 }
 
 export interface SignInInput {

@@ -7,7 +7,7 @@
  * manage the estate, once per failing stretch.
  */
 import { readFileSync } from "node:fs";
-import type { Core } from "../../core/core";
+import { coreLocal, type Core } from "../../core/core";
 import { tx } from "../../core/db/client";
 import { iso } from "../../core/clock";
 import { nextCronRun } from "../../core/scheduler";
@@ -31,12 +31,7 @@ interface BackupState {
 }
 
 function stateOf(core: Core): BackupState {
-  let s = core.locals.get("backups.state") as BackupState | undefined;
-  if (!s) {
-    s = { lastGood: null, lastGoodAt: null, lastAttemptAt: null, lastError: null };
-    core.locals.set("backups.state", s);
-  }
-  return s;
+  return coreLocal<BackupState>(core, "backups.state", () => ({ lastGood: null, lastGoodAt: null, lastAttemptAt: null, lastError: null }));
 }
 
 function summaryOf(m: Manifest): BackupSummary {

@@ -7,7 +7,7 @@
  * rate-limited. The first failure of a run raises `certificate.failing` for the project.
  */
 import { and, eq, isNotNull, lte } from "drizzle-orm";
-import type { Core } from "../../core/core";
+import { coreLocal, type Core } from "../../core/core";
 import { iso } from "../../core/clock";
 import { accountKey, AcmeOrderError, orderCertificate } from "../../adapters/acme/client";
 import { notify } from "../notifications/service";
@@ -29,12 +29,7 @@ interface OrderState {
 }
 
 export function orderState(core: Core): OrderState {
-  let s = core.locals.get("certificates.orders") as OrderState | undefined;
-  if (!s) {
-    s = { pending: new Map(), running: null, again: false };
-    core.locals.set("certificates.orders", s);
-  }
-  return s;
+  return coreLocal<OrderState>(core, "certificates.orders", () => ({ pending: new Map(), running: null, again: false }));
 }
 
 /** Order every due certificate; resolves with how many were ordered. A call while a run is under way joins it (and runs again after). */

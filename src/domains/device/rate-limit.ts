@@ -3,7 +3,7 @@
  * Core's clock). In memory, per Core: a restart forgets the counts, which only ever lets a
  * client through early; a single `ops serve` owns its address space.
  */
-import type { Core } from "../../core/core";
+import { coreLocal, type Core } from "../../core/core";
 import { OpsError } from "../../core/errors";
 
 interface Window {
@@ -12,12 +12,7 @@ interface Window {
 
 function windowOf(core: Core, name: string): Window {
   const key = `device.rate.${name}`;
-  let w = core.locals.get(key) as Window | undefined;
-  if (!w) {
-    w = { hits: new Map() };
-    core.locals.set(key, w);
-  }
-  return w;
+  return coreLocal<Window>(core, key, () => ({ hits: new Map() }));
 }
 
 /**

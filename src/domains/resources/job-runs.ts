@@ -12,7 +12,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
-import type { Core } from "../../core/core";
+import { coreLocal, type Core } from "../../core/core";
 import type { AuthContext } from "../../core/authz/plugin";
 import { actorOf } from "../../core/authz/principal";
 import { auditAllowed, SYSTEM_ACTOR } from "../../core/audit";
@@ -62,12 +62,7 @@ export function toRunResponse(r: RunRow): JobRunResponse {
 }
 
 function liveRuns(core: Core): Map<number, RunningCommand> {
-  let m = core.locals.get(LIVE_KEY) as Map<number, RunningCommand> | undefined;
-  if (!m) {
-    m = new Map();
-    core.locals.set(LIVE_KEY, m);
-  }
-  return m;
+  return coreLocal<Map<number, RunningCommand>>(core, LIVE_KEY, () => new Map());
 }
 
 function queueRun(core: Core, t: Parameters<Parameters<typeof tx>[1]>[0], job: ResourceRow, trigger: "manual" | "schedule", requestedBy: string): RunRow {

@@ -4,7 +4,7 @@
  * installs the `SecretValues` bridge the resources domain uses for job environments and
  * connection strings — so this domain never imports the secrets domain.
  */
-import type { Core, ProjectRef } from "../../core/core";
+import { coreLocal, type Core, type ProjectRef } from "../../core/core";
 import type { Queryable, Tx } from "../../core/db/client";
 import type { AuditActor } from "../../core/audit";
 import { OpsError } from "../../core/errors";
@@ -61,12 +61,7 @@ const HOOKS_KEY = "resources.kind-hooks";
 const BRIDGE_KEY = "resources.secret-values";
 
 function registry(core: Core): Map<string, KindHooks[]> {
-  let m = core.locals.get(HOOKS_KEY) as Map<string, KindHooks[]> | undefined;
-  if (!m) {
-    m = new Map();
-    core.locals.set(HOOKS_KEY, m);
-  }
-  return m;
+  return coreLocal<Map<string, KindHooks[]>>(core, HOOKS_KEY, () => new Map());
 }
 
 /** Add hooks for `type` (several sets run in registration order). */

@@ -14,7 +14,7 @@
  * only a real change recomputes it. Each rendered format carries a strong ETag of its bytes.
  */
 import { createHash } from "node:crypto";
-import type { Core, ProjectRef } from "../../core/core";
+import { coreLocal, type Core, type ProjectRef } from "../../core/core";
 import { OpsError } from "../../core/errors";
 import { canonicalLocale } from "./shapes";
 import { resolveHomeBundle, type BundleRow } from "./store";
@@ -41,12 +41,7 @@ interface Composition {
 const CACHE_LIMIT = 64;
 
 function cacheOf(core: Core): Map<string, Composition> {
-  let c = core.locals.get("translations.exports") as Map<string, Composition> | undefined;
-  if (!c) {
-    c = new Map();
-    core.locals.set("translations.exports", c);
-  }
-  return c;
+  return coreLocal<Map<string, Composition>>(core, "translations.exports", () => new Map());
 }
 
 function estateGeneration(core: Core): number {
