@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, wri
 import path from "node:path";
 import { createTestApp, expectStatus, freePort, tempDir, type TestApp } from "./harness";
 import { makePerson, makeProject, type Person } from "./fixtures";
-import { startLogin as startLoginAt } from "./cli-login";
+import { startLogin as startLoginAt } from "./support/cli";
 import { FixedClock } from "../src/core/clock";
 import { fixedRole } from "../src/domains/access/service";
 import { hostTarget } from "../src/domains/cli/service";
@@ -78,7 +78,7 @@ async function run(cmd: string[], env: Record<string, string>, cwd = "/"): Promi
   return { code, stdout, stderr };
 }
 
-/** Start `ops login` as `home`'s person and resolve with the user code it prints (cli-login.ts). */
+/** Start `ops login` as `home`'s person and resolve with the user code it prints (test/support/cli.ts). */
 function startLogin(binary: string, home: string, args: string[] = []) {
   return startLoginAt(binary, t.url, envFor(home), args);
 }

@@ -12,7 +12,7 @@ import { readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from "node:f
 import path from "node:path";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "./harness";
 import { makePerson, principalOf, type Person } from "./fixtures";
-import { startLogin as startLoginAt } from "./cli-login";
+import { startLogin as startLoginAt } from "./support/cli";
 import { FixedClock } from "../src/core/clock";
 import { fixedRole } from "../src/domains/access/service";
 import { ROOT, call, callEveryTool, connectStdio, mcpWorld, type McpWorld } from "./mcp-fixtures";
@@ -51,7 +51,7 @@ afterAll(async () => {
 const envFor = (home: string, extra: Record<string, string> = {}) => ({ HOME: home, PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8", ...extra });
 const configOf = (home: string) => JSON.parse(readFileSync(path.join(home, ".config", "ops", "config.json"), "utf8"));
 
-/** Start `ops login` with `args` as `home`'s person; resolves with the user code it printed and its end (cli-login.ts). */
+/** Start `ops login` with `args` as `home`'s person; resolves with the user code it printed and its end (test/support/cli.ts). */
 function startLogin(home: string, args: string[]) {
   return startLoginAt(bin, t.url, envFor(home), args);
 }
