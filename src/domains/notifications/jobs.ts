@@ -5,7 +5,7 @@
  * `sent`, `failed`, or `dropped` (recipient gone, suspended, or email switched off since).
  */
 import { eq } from "drizzle-orm";
-import type { Core } from "../../core/core";
+import { coreLocal, type Core } from "../../core/core";
 import { smtpMailer, type Mailer } from "../../adapters/mail/smtp";
 import { findOperator } from "../access/service";
 import { mailOutbox } from "./tables";
@@ -17,13 +17,12 @@ export const mailBackoffMs = (attempt: number) => Math.min(30_000 * 2 ** (attemp
 
 function mailer(core: Core): Mailer | null {
   if (core.config.smtpUrl === null) return null;
-  let m = core.locals.get("notifications.mailer") as Mailer | undefined;
-  if (!m) {
-    m = smtpMailer(core.config.smtpUrl, core.config.mailFrom);
-    core.locals.set("notifications.mailer", m);
-    core.onClose.push(() => m!.close());
-  }
-  return m;
+  const smtpUrl = core.config.smtpUrl;
+  return coreLocal<Mailer>(core, "notifications.mailer", () => {
+    const m = smtpMailer(smtpUrl, core.config.mailFrom);
+    core.onClose.push(() => m.close());
+    return m;
+  });
 }
 
 /** The text of a notice email: what happened, the params, the console link. No personal data. */

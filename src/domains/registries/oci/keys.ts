@@ -12,7 +12,7 @@ import { existsSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { generateKeyPairSync, createPublicKey } from "node:crypto";
 import path from "node:path";
 import { importPKCS8, importJWK, calculateJwkThumbprint, type JWK } from "jose";
-import type { Core } from "../../../core/core";
+import { coreLocal, type Core } from "../../../core/core";
 
 export const KEY_FILE = "registry-token.pem";
 export const JWKS_FILE = "registry-token.jwks.json";
@@ -59,20 +59,15 @@ export function ensureIssuerKey(core: Core): void {
 
 /** The issuer key, or null when none is configured. Loaded once per Core. */
 export function issuerKey(core: Core): Promise<IssuerKey | null> {
-  let p = core.locals.get(LOCAL) as Promise<IssuerKey | null> | undefined;
-  if (!p) {
-    p = (async () => {
-      const file = keyPath(core);
-      if (!existsSync(file)) return null;
-      const pem = readFileSync(file, "utf8");
-      const privateKey = (await importPKCS8(pem, "ES256")) as CryptoKey;
-      const { jwk, kid } = await writeJwks(core, pem);
-      const publicKey = (await importJWK({ ...jwk, alg: "ES256" }, "ES256")) as CryptoKey;
-      return { privateKey, publicKey, kid, jwk };
-    })();
-    core.locals.set(LOCAL, p);
-  }
-  return p;
+  return coreLocal<Promise<IssuerKey | null>>(core, LOCAL, async () => {
+    const file = keyPath(core);
+    if (!existsSync(file)) return null;
+    const pem = readFileSync(file, "utf8");
+    const privateKey = (await importPKCS8(pem, "ES256")) as CryptoKey;
+    const { jwk, kid } = await writeJwks(core, pem);
+    const publicKey = (await importJWK({ ...jwk, alg: "ES256" }, "ES256")) as CryptoKey;
+    return { privateKey, publicKey, kid, jwk };
+  });
 }
 
 /** The `service` (JWT audience) clients name: OPS_REGISTRY, else the public URL's host. */
