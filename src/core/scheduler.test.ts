@@ -30,7 +30,7 @@ function setup() {
   const clock = new FixedClock(T0);
   const logs: string[] = [];
   const make = () => new Scheduler(opened.db, clock, createLogger("debug", (l) => logs.push(l)), { tickMs: 1000, leaseMs: MIN });
-  return { db: opened.db, clock, logs, scheduler: make(), restart: make };
+  return { db: opened.db, sqlite: opened.sqlite, clock, logs, scheduler: make(), restart: make };
 }
 
 function item(db: OpenedDb["db"], id: string) {
@@ -223,6 +223,24 @@ describe("items", () => {
     expect(scheduler.enqueue(db, "test.reconcile", { n: 5 }, { dedupeKey: "svc" })).toBe(b);
     await scheduler.runDue();
     expect(seen).toEqual([{ n: 1 }, { n: 3 }, { n: 4 }]);
+  });
+
+  test("a handler that outlives the shutdown grace and ends after the database closed is logged, not an unhandled rejection", async () => {
+    const { db, sqlite, logs, scheduler } = setup();
+    const release = Promise.withResolvers<void>();
+    const started = Promise.withResolvers<void>();
+    scheduler.defineItem("test.slow", async () => {
+      started.resolve();
+      await release.promise;
+    });
+    scheduler.enqueue(db, "test.slow", {});
+    scheduler.start();
+    await started.promise;
+    await scheduler.stop(10);
+    sqlite.close();
+    release.resolve();
+    await Bun.sleep(50);
+    expect(logs.join("\n")).toContain("scheduled work ended after shutdown; its end is not recorded");
   });
 
   test("a running item whose lease expired (its worker died) is resumed", async () => {

@@ -242,10 +242,19 @@ export class Scheduler {
     return ran;
   }
 
+  /**
+   * Keep `p` among the running work until it settles. A run's own failures are recorded by
+   * runItem/runTask; what can still escape is recording its end after the database closed (a
+   * handler that outlived the shutdown grace): logged here, never an unhandled rejection.
+   */
   private track(p: Promise<void>): Promise<void> {
-    this.running.add(p);
-    void p.finally(() => this.running.delete(p));
-    return p;
+    const tracked = p.catch((e) => {
+      if (this.stopping) this.log.warn("scheduled work ended after shutdown; its end is not recorded", { err: (e as Error)?.message ?? String(e) });
+      else this.log.error("scheduled work could not record its end", { err: e });
+    });
+    this.running.add(tracked);
+    void tracked.finally(() => this.running.delete(tracked));
+    return tracked;
   }
 
   /** Run task or item `id` now, whatever its schedule, and wait for it. */
