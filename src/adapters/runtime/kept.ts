@@ -108,9 +108,17 @@ function pumpFd(fd: number, emit: (line: string) => void, start: Uint8Array = ne
   };
 }
 
-function kept(pid: number, out: ReturnType<typeof pumpFd>, err: ReturnType<typeof pumpFd>, exited: Promise<{ code: number | null; signal: string | null } | null>, politeTargets: KeptSpec["politeTargets"]): KeptCommand {
+function kept(
+  pid: number,
+  out: ReturnType<typeof pumpFd>,
+  err: ReturnType<typeof pumpFd>,
+  /** The command's exit, or null once `handedOver()` says it was handed over (the next image watches it). */
+  exitOf: (handedOver: () => boolean) => Promise<{ code: number | null; signal: string | null } | null>,
+  politeTargets: KeptSpec["politeTargets"],
+): KeptCommand {
   let stopped = false;
   let handedOver = false;
+  const exited = exitOf(() => handedOver);
   const group = groupControl(pid, politeTargets);
   const done = (async (): Promise<CommandResult> => {
     const res = await exited;
@@ -155,21 +163,13 @@ export function startKeptCommand(spec: KeptSpec): KeptCommand {
   setNonBlocking(err.read);
   const stdout = pumpFd(out.read, (l) => spec.onLine("stdout", l));
   const stderr = pumpFd(err.read, (l) => spec.onLine("stderr", l));
-  let handed = false;
-  const exited = proc.exited.then(() => {
-    if (handed) return null;
-    const signal = proc.signalCode === null || proc.signalCode === undefined ? null : String(proc.signalCode);
-    return { code: proc.exitCode, signal };
-  });
-  const cmd = kept(proc.pid, stdout, stderr, exited, spec.politeTargets);
-  const handOver = cmd.handOver;
-  return {
-    ...cmd,
-    handOver() {
-      handed = true;
-      return handOver();
-    },
-  };
+  const exitOf = (handed: () => boolean) =>
+    proc.exited.then(() => {
+      if (handed()) return null;
+      const signal = proc.signalCode === null || proc.signalCode === undefined ? null : String(proc.signalCode);
+      return { code: proc.exitCode, signal };
+    });
+  return kept(proc.pid, stdout, stderr, exitOf, spec.politeTargets);
 }
 
 /** Why a handed-over command cannot be adopted, or null when it can. */
@@ -187,22 +187,13 @@ const POLL_EXIT_MS = 200;
 export function adoptCommand(h: CommandHandover, spec: Pick<KeptSpec, "onLine" | "politeTargets">): KeptCommand {
   const stdout = pumpFd(h.stdout.fd, (l) => spec.onLine("stdout", l), Buffer.from(h.stdout.pending, "base64"));
   const stderr = pumpFd(h.stderr.fd, (l) => spec.onLine("stderr", l), Buffer.from(h.stderr.pending, "base64"));
-  let handed = false;
-  const exited = (async () => {
+  const exitOf = async (handed: () => boolean) => {
     for (;;) {
-      if (handed) return null;
+      if (handed()) return null;
       const r = reapChild(h.pid);
       if (r !== null) return r;
       await Bun.sleep(POLL_EXIT_MS);
     }
-  })();
-  const cmd = kept(h.pid, stdout, stderr, exited, spec.politeTargets);
-  const handOver = cmd.handOver;
-  return {
-    ...cmd,
-    handOver() {
-      handed = true;
-      return handOver();
-    },
   };
+  return kept(h.pid, stdout, stderr, exitOf, spec.politeTargets);
 }
