@@ -299,19 +299,20 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
   let running: RunningCommand;
   const pids = sandboxPids(core.config.sandboxPids, `job-${run.id}`);
   if (pids.note) writer.add("warn", pids.note);
+  /** The run ends before its command runs: recorded failed, its namespace, pids group and folder released. */
+  const abandon = async (line: string, error: string) => {
+    writer.add("error", line);
+    writer.close();
+    finishRun(core, run.id, "failed", null, error);
+    started(null);
+    liveRuns(core).delete(run.id);
+    await Promise.all([netns?.close(), pids.release()]);
+    rmSync(workDir, { recursive: true, force: true });
+  };
   try {
     if (network.refusal) throw new Error(network.refusal);
     netns = await network.open(false);
-    if (startingStopped) {
-      writer.add("error", "ops shut down during the run");
-      writer.close();
-      finishRun(core, run.id, "failed", null, "ops shut down during the run");
-      started(null);
-      liveRuns(core).delete(run.id);
-      await Promise.all([netns?.close(), pids.release()]);
-      rmSync(workDir, { recursive: true, force: true });
-      return;
-    }
+    if (startingStopped) return await abandon("ops shut down during the run", "ops shut down during the run");
     running = startCommand({
       command: jobArgv(core, job, workDir, spec.command, netns, pids.joinFirst),
       cwd: "/",
@@ -320,14 +321,7 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
       onLine: (stream, line) => writer.add(stream === "stdout" ? "info" : "warn", line),
     });
   } catch (e) {
-    writer.add("error", `could not start the command: ${(e as Error).message}`);
-    writer.close();
-    finishRun(core, run.id, "failed", null, "the command could not be started");
-    started(null);
-    liveRuns(core).delete(run.id);
-    await Promise.all([netns?.close(), pids.release()]);
-    rmSync(workDir, { recursive: true, force: true });
-    return;
+    return await abandon(`could not start the command: ${(e as Error).message}`, "the command could not be started");
   }
   started(running);
   liveRuns(core).set(run.id, running);
