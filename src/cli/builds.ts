@@ -3,9 +3,9 @@
  * it build?). The project comes from `--project`, the saved one or the token's pin, like `ops logs`.
  */
 import { EXIT, type Command } from "../commands/types";
-import { api, CliError } from "./http";
+import { api } from "./http";
 import { requireClient } from "./config";
-import { assertExists, projectOf, query } from "./delivery";
+import { PROJECT_FLAG, assertExists, limitOf, projectOf, query, str } from "./delivery";
 
 interface Build {
   id: number;
@@ -20,7 +20,6 @@ interface Build {
   error: string | null;
 }
 
-const str = (v: unknown): string | undefined => (typeof v === "string" && v.trim() !== "" ? v.trim() : undefined);
 
 /** The table `ops builds` prints (one header line, then a line per build). */
 export function buildsTable(builds: Build[]): string {
@@ -37,7 +36,7 @@ export const buildsCommand: Command = {
   description: "A line per build: its number (for 'ops deploy --build N'), status, service, environment, commit, branch, what started it, when, and the commit message (with the error when it failed).",
   flags: {
     service: { type: "string", value: "S", description: "Only this service's builds" },
-    project: { type: "string", value: "P", description: "Project (default: the one saved by 'ops login --project', or the token's)" },
+    project: PROJECT_FLAG,
     environment: { type: "string", value: "E", description: "Environment (default production)" },
     limit: { type: "string", value: "N", description: "How many, 1 to 500 (default 20)" },
     json: { type: "boolean", description: "Print the builds as a JSON array" },
@@ -45,8 +44,7 @@ export const buildsCommand: Command = {
   async run(ctx) {
     const { server, token } = requireClient(ctx.env);
     const project = await projectOf(ctx, server, token);
-    const limit = str(ctx.flags.limit) ?? "20";
-    if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 500) throw new CliError("--limit must be a whole number from 1 to 500.", EXIT.usage);
+    const limit = limitOf(ctx, 20, 500);
     const service = str(ctx.flags.service);
     const environment = str(ctx.flags.environment);
     await assertExists(server, token, project, service, environment);

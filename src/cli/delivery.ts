@@ -38,7 +38,18 @@ interface TimelineRow {
 /** Rollout states that are a verdict. */
 const FINAL_ROLLOUTS = new Set(["healthy", "rolled_back", "failed", "refused", "cancelled"]);
 
-const str = (v: unknown): string | undefined => (typeof v === "string" && v.trim() !== "" ? v.trim() : undefined);
+/** A flag's text, trimmed; undefined when missing or blank. */
+export const str = (v: unknown): string | undefined => (typeof v === "string" && v.trim() !== "" ? v.trim() : undefined);
+
+/** The `--project` flag of the commands that act in a project (see `projectOf`). */
+export const PROJECT_FLAG = { type: "string" as const, value: "P", description: "Project (default: the one saved by 'ops login --project', or the token's)" };
+
+/** `--limit` as given (a whole number from 1 to `max`), else `fallback`; a usage error otherwise. */
+export function limitOf(ctx: CommandContext, fallback: number, max: number): string {
+  const limit = str(ctx.flags.limit) ?? String(fallback);
+  if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > max) throw new CliError(`--limit must be a whole number from 1 to ${max}.`, EXIT.usage);
+  return limit;
+}
 
 /** The project to act in (see the file comment). */
 export async function projectOf(ctx: CommandContext, server: string, token: string): Promise<string> {
@@ -130,7 +141,7 @@ export const logsCommand: Command = {
     "Lines come from ops's log store: what the service printed, its builds' output and whatever it sent over OTLP. Without SERVICE, every service of the project. --since takes a time (RFC 3339) or an age (15m, 24h, 7d).",
   maxArgs: 1,
   flags: {
-    project: { type: "string", value: "P", description: "Project (default: the one saved by 'ops login --project', or the token's)" },
+    project: PROJECT_FLAG,
     environment: { type: "string", value: "E", description: "Environment (default: every one you may read)" },
     level: { type: "string", value: "L", description: "Only this level: debug, info, warn or error" },
     grep: { type: "string", value: "TEXT", description: "Only lines whose message or target contains TEXT (any case)" },
@@ -142,8 +153,7 @@ export const logsCommand: Command = {
   async run(ctx) {
     const { server, token } = requireClient(ctx.env);
     const project = await projectOf(ctx, server, token);
-    const limit = str(ctx.flags.limit) ?? "100";
-    if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) throw new CliError("--limit must be a whole number from 1 to 1000.", EXIT.usage);
+    const limit = limitOf(ctx, 100, 1000);
     const follow = ctx.flags.follow === true;
     if (follow && ctx.flags.json) throw new CliError("--json prints one array; it cannot follow. Leave out one of them.", EXIT.usage);
     await assertExists(server, token, project, ctx.args[0], str(ctx.flags.environment));
@@ -211,7 +221,7 @@ async function rollout(ctx: CommandContext, what: "deploy" | "rollback", body: R
 }
 
 const rolloutFlags = {
-  project: { type: "string" as const, value: "P", description: "Project (default: the one saved by 'ops login --project', or the token's)" },
+  project: PROJECT_FLAG,
   environment: { type: "string" as const, value: "E", description: "Environment (default production)" },
   "no-wait": { type: "boolean" as const, description: "Print the deployment's id and return without following the rollout" },
 };
