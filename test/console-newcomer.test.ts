@@ -76,6 +76,7 @@ describe("a newcomer in the console", () => {
     const line = await page.getByLabel("Install command").inputValue();
     expect(line).toStartWith("curl -sSL --fail-with-body -H 'Authorization: Bearer opsi_");
     await shot(page, "newcomer-install");
+    expect(await page.getByText("No CLI release is published").count()).toBe(0);
     const r = await sh(line);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
@@ -96,6 +97,29 @@ describe("a newcomer in the console", () => {
     const script = await expectStatus<string>(await t.request("GET", "/api/v1/cli/install.sh", { token: code }), 200);
     expect(script).toContain("OPS_PROJECT='blog'");
     expect(await page.getByText("your Developer role").isVisible()).toBe(true);
+  }, 60_000);
+
+  test("with no CLI release published (a server run from source), the card says so beside the command, which then stops with the way to publish one", async () => {
+    const empty = await createTestApp({ clock: new WallClock() });
+    try {
+      const person = await makeOwner(empty, { email: "first@ops.test" });
+      makeProject(empty, "first");
+      const page = await (await browser.newContext({ viewport: { width: 1200, height: 900 } })).newPage();
+      await page.goto(`${empty.url}/projects/first`);
+      await signIn(page, person);
+      await page.getByRole("heading", { name: "Install the CLI" }).waitFor();
+      await page.getByRole("button", { name: "Make an install command" }).click();
+      const line = await page.getByLabel("Install command").inputValue();
+      await page.getByText("No CLI release is published on this server yet").waitFor();
+      expect(await page.getByRole("link", { name: "CLI page" }).getAttribute("href")).toBe("/cli");
+      await shot(page, "newcomer-install-unpublished");
+      const r = await sh(line);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("No ops CLI release is published yet");
+      await page.close();
+    } finally {
+      await empty.close();
+    }
   }, 60_000);
 
   test("Account → Password: the owner changes the password; the old one stops working", async () => {

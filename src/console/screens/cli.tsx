@@ -10,31 +10,10 @@ import { Alert, when } from "../ui";
 import { accessOf } from "../access";
 import type { ProjectInfo } from "../frame";
 import { Denied } from "../widgets/guard";
-import { InstallCliCard } from "../widgets/install-cli";
+import { CLI_TARGETS as TARGETS, InstallCliCard, currentRelease as current } from "../widgets/install-cli";
 import { Pending, Scroll, errorText, useLoad } from "../widgets/load";
 import { bytes } from "../widgets/resources";
 import { SelectField } from "../widgets/select-field";
-
-interface Release {
-  version: string;
-  target: string;
-  digest: string;
-  size_bytes: number;
-  published_at: string;
-  download: string;
-}
-
-/** The targets ops builds the CLI for (the server's list: domains/cli/releases.ts KNOWN_TARGETS). */
-const TARGETS = ["linux-x64", "linux-arm64", "linux-x64-musl", "linux-arm64-musl", "darwin-x64", "darwin-arm64", "windows-x64"];
-
-async function current(target: string): Promise<Release | null> {
-  try {
-    return await api<Release>("GET", `/api/v1/cli/release?target=${target}`);
-  } catch (e) {
-    if (e instanceof ApiError && (e.status === 404 || e.status === 422)) return null;
-    throw e;
-  }
-}
 
 export function CliPage(props: { me: Me }) {
   const access = accessOf(props.me, null);

@@ -1,14 +1,47 @@
 /**
  * "Install the CLI": makes a single-use install code for one project and shows the line the
  * server composed for it (`install_command`, docs/decisions/0360). Shown on the CLI page, the
- * Account page and each project's overview.
+ * Account page and each project's overview. When no target has a release (a server run from
+ * source publishes none), the card says so beside the line: the installer would stop with a 503
+ * and the steps to publish one, and the code stays usable for its 10 minutes once one is.
  */
 import { useState } from "preact/hooks";
-import { api } from "../api";
+import { api, ApiError } from "../api";
 import { Alert } from "../ui";
 import { CopyField } from "./copy-field";
 import { errorText } from "./load";
 import { SelectField } from "./select-field";
+
+/** The targets ops builds the CLI for (the server's list: domains/cli/releases.ts KNOWN_TARGETS). */
+export const CLI_TARGETS = ["linux-x64", "linux-arm64", "linux-x64-musl", "linux-arm64-musl", "darwin-x64", "darwin-arm64", "windows-x64"] as const;
+
+export interface CliRelease {
+  version: string;
+  target: string;
+  digest: string;
+  size_bytes: number;
+  published_at: string;
+  download: string;
+}
+
+/** The current release for `target`, or null when nothing is published for it. */
+export async function currentRelease(target: string): Promise<CliRelease | null> {
+  try {
+    return await api<CliRelease>("GET", `/api/v1/cli/release?target=${target}`);
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 422)) return null;
+    throw e;
+  }
+}
+
+/** Whether any target has a release: null when the person may not read them (or the check failed), so nothing is claimed. */
+async function anyRelease(): Promise<boolean | null> {
+  try {
+    return (await Promise.all(CLI_TARGETS.map(currentRelease))).some((r) => r !== null);
+  } catch {
+    return null;
+  }
+}
 
 interface InstallCode {
   code: string;
@@ -21,12 +54,15 @@ interface InstallCode {
 export function InstallCliCard(props: { projects: Array<{ slug: string; name: string }> }) {
   const [slug, setSlug] = useState(props.projects[0]?.slug ?? "");
   const [made, setMade] = useState<InstallCode | null>(null);
+  const [published, setPublished] = useState<boolean | null>(null);
   const [error, setError] = useState<string | null>(null);
   async function make(e: Event) {
     e.preventDefault();
     setError(null);
     try {
-      setMade(await api<InstallCode>("POST", "/api/v1/cli/install-codes", { project: slug }));
+      const [code, any] = await Promise.all([api<InstallCode>("POST", "/api/v1/cli/install-codes", { project: slug }), anyRelease()]);
+      setPublished(any);
+      setMade(code);
     } catch (err) {
       setError(errorText(err));
     }
@@ -52,6 +88,12 @@ export function InstallCliCard(props: { projects: Array<{ slug: string; name: st
           <p>Run this in a terminal on the machine (shown once; the token carries your {made.role} role):</p>
           <CopyField label="Install command" value={made.install_command} />
         </div>
+      )}
+      {made && published === false && (
+        <Alert kind="info">
+          No CLI release is published on this server yet, so this command will stop and say how to publish one. Someone who manages the estate publishes one on the <a href="/cli">CLI page</a> (or
+          with <code>ops admin publish-cli</code> on the server's host); the same command then works until it expires.
+        </Alert>
       )}
       <div class="actions">
         <button type="submit" class="primary">
