@@ -3,7 +3,10 @@
  * child process with its ingress, the real `git` pushing each recipe's files to the built-in host,
  * and the app answering through the ingress. Node (`npm ci`, `node server.js`) and Python in a
  * venv (`python3 -m venv .venv`, whose `.venv/bin/python3 -> /usr/bin/python3` the image keeps as a
- * link). The Python app also says whether the sandbox sees the host's pip configuration.
+ * link). The Python app also says whether the sandbox sees the host's pip configuration. A static
+ * site (`npm run build`, `output = "dist"`, `python3 -m http.server`), Go (`go build`) and Rust
+ * (`cargo build --release --locked`) with the toolchains under the host's /usr (Debian's golang-go
+ * and cargo, which .ci/run installs): a missing toolchain fails its build, and so the test.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -53,9 +56,9 @@ async function until<T>(what: string, check: () => Promise<T | null | undefined 
 }
 
 /** Push `files` as the repository `shop/<repo>` followed by the service `service`; the rollout's timeline row. */
-async function pushRecipe(repo: string, service: string, files: Record<string, string>) {
+async function pushRecipe(repo: string, service: string, files: Record<string, string>, health = "/healthz") {
   await api("POST", "/api/v1/projects/shop/sources", { repo: `shop/${repo}` }, 201);
-  await api("PUT", `/api/v1/projects/shop/resources/service/${service}`, { spec: { source: { repo: `shop/${repo}` }, health_check_path: "/healthz" } }, 201);
+  await api("PUT", `/api/v1/projects/shop/resources/service/${service}`, { spec: { source: { repo: `shop/${repo}` }, health_check_path: health } }, 201);
   const work = workDir(`ops-recipes-${repo}-`);
   const dir = path.join(work, repo);
   await git(work, "clone", "-q", cloneUrl(base, `shop/${repo}`, token), repo);
@@ -126,6 +129,45 @@ describe("docs/guide/recipes.md, pushed and run", () => {
     expect(await viaIngress("api", "/pip-conf")).toBe(`200 ${existsSync("/etc/pip.conf") ? "present" : "absent"}`);
   });
 
+  test("a static site: npm ci, npm run build, output = dist served by python3 -m http.server", async () => {
+    const row = await pushRecipe(
+      "site-app",
+      "site",
+      {
+        "ops.toml": block("A static site", "ops.toml"),
+        "package.json": block("A static site", "package.json"),
+        "package-lock.json": block("A static site", "package-lock.json"),
+        "build.js": block("A static site", "build.js"),
+      },
+      "/",
+    );
+    expect({ state: row.state, text: row.state_text }).toMatchObject({ state: "healthy" });
+    expect(await viaIngress("site")).toContain("<p>hello from a static site</p>");
+    // Only the output folder became the image: the sources are not served.
+    expect(await viaIngress("site", "/build.js")).toStartWith("404 ");
+  });
+
+  test("Go: go build with the host's go, ./server", async () => {
+    const row = await pushRecipe("go-app", "goapi", {
+      "ops.toml": block("Go", "ops.toml").replace("[services.api]", "[services.goapi]"),
+      "go.mod": block("Go", "go.mod"),
+      "main.go": block("Go", "main.go"),
+    });
+    expect({ state: row.state, text: row.state_text }).toMatchObject({ state: "healthy" });
+    expect(await viaIngress("goapi")).toBe("200 hello from go");
+  });
+
+  test("Rust: cargo build --release --locked with the host's cargo, ./target/release/api", async () => {
+    const row = await pushRecipe("rust-app", "rustapi", {
+      "ops.toml": block("Rust", "ops.toml").replace("[services.api]", "[services.rustapi]"),
+      "Cargo.toml": block("Rust", "Cargo.toml"),
+      "Cargo.lock": block("Rust", "Cargo.lock"),
+      "src/main.rs": block("Rust", "src/main.rs"),
+    });
+    expect({ state: row.state, text: row.state_text }).toMatchObject({ state: "healthy" });
+    expect(await viaIngress("rustapi")).toBe("200 hello from rust");
+  });
+
   test("ops builds lists what the pushes built, newest first; --service narrows; an unknown service exits 1", async () => {
     const ops = async (...argv: string[]) => {
       let out = "";
@@ -138,6 +180,9 @@ describe("docs/guide/recipes.md, pushed and run", () => {
     const lines = all.out.trim().split("\n");
     expect(lines[0]).toMatch(/^ID +STATUS +SERVICE +ENV +COMMIT +BRANCH +TRIGGER +QUEUED +MESSAGE$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(1, 3))).toEqual([
+      ["healthy", "rustapi"],
+      ["healthy", "goapi"],
+      ["healthy", "site"],
       ["healthy", "api"],
       ["healthy", "web"],
     ]);
