@@ -3,7 +3,8 @@
  * child process with its ingress, the real `git` pushing each recipe's files to the built-in host,
  * and the app answering through the ingress. Node (`npm ci`, `node server.js`) and Python in a
  * venv (`python3 -m venv .venv`, whose `.venv/bin/python3 -> /usr/bin/python3` the image keeps as a
- * link). The Python app also says whether the sandbox sees the host's pip configuration. A static
+ * link), and with `pip install --target .deps`. The Python app also says whether the sandbox sees
+ * the host's pip configuration. A static
  * site (`npm run build`, `output = "dist"`, `python3 -m http.server`), Go (`go build`) and Rust
  * (`cargo build --release --locked`) with the toolchains under the host's /usr (Debian's golang-go
  * and cargo, which .ci/run installs): a missing toolchain fails its build, and so the test.
@@ -129,6 +130,16 @@ describe("docs/guide/recipes.md, pushed and run", () => {
     expect(await viaIngress("api", "/pip-conf")).toBe(`200 ${existsSync("/etc/pip.conf") ? "present" : "absent"}`);
   });
 
+  test("Python with --target: pip install --target .deps, PYTHONPATH=.deps python3 app.py", async () => {
+    const row = await pushRecipe("py-target-app", "pyt", {
+      "ops.toml": block("Python with `--target`", "ops.toml").replace("[services.api]", "[services.pyt]"),
+      "requirements.txt": block("Python in a virtual environment", "requirements.txt"),
+      "app.py": block("Python in a virtual environment", "app.py"),
+    });
+    expect({ state: row.state, text: row.state_text }).toMatchObject({ state: "healthy" });
+    expect(await viaIngress("pyt")).toBe("200 hello from python");
+  });
+
   test("a static site: npm ci, npm run build, output = dist served by python3 -m http.server", async () => {
     const row = await pushRecipe(
       "site-app",
@@ -183,6 +194,7 @@ describe("docs/guide/recipes.md, pushed and run", () => {
       ["healthy", "rustapi"],
       ["healthy", "goapi"],
       ["healthy", "site"],
+      ["healthy", "pyt"],
       ["healthy", "api"],
       ["healthy", "web"],
     ]);
