@@ -4,10 +4,10 @@
  * and the app answering through the ingress. Node (`npm ci`, `node server.js`) and Python in a
  * venv (`python3 -m venv .venv`, whose `.venv/bin/python3 -> /usr/bin/python3` the image keeps as a
  * link), and with `pip install --target .deps`. The Python app also says whether the sandbox sees
- * the host's pip configuration. A static
- * site (`npm run build`, `output = "dist"`, `python3 -m http.server`), Go (`go build`) and Rust
- * (`cargo build --release --locked`) with the toolchains under the host's /usr (Debian's golang-go
- * and cargo, which .ci/run installs): a missing toolchain fails its build, and so the test.
+ * the host's pip configuration. A static site (`npm run build`, `output = "dist"`, `python3 -m
+ * http.server`), Go (`go build`) and Rust (`cargo build --release --locked`) with the toolchains
+ * under the host's /usr (Debian's golang-go and cargo, which .ci/run installs): a missing
+ * toolchain fails its build, and so the test.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
