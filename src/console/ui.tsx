@@ -28,6 +28,15 @@ export function Link(props: { href: string; children: ComponentChildren; class?:
   );
 }
 
+/** The header cell of a table's last column, which holds each row's buttons: named for screen readers only. */
+export function ActionsHeader() {
+  return (
+    <th scope="col">
+      <span class="visually-hidden">Actions</span>
+    </th>
+  );
+}
+
 export function Alert(props: { kind?: "error" | "ok" | "info"; children: ComponentChildren }) {
   const kind = props.kind ?? "error";
   return (

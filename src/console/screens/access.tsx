@@ -6,7 +6,7 @@
  */
 import { useState } from "preact/hooks";
 import { api, type Token } from "../api";
-import { when } from "../ui";
+import { when, ActionsHeader } from "../ui";
 import { routeEnvironment, type Access } from "../access";
 import type { SectionProps } from "../frame";
 import { Action, Denied } from "../widgets/guard";
@@ -74,9 +74,7 @@ export function AccessPage(props: SectionProps) {
               <th scope="col">Email or handle</th>
               <th scope="col">Role</th>
               <th scope="col">Since</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>

@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Me, type Session } from "../api";
-import { Alert, QrCode, when } from "../ui";
+import { Alert, QrCode, when, ActionsHeader } from "../ui";
 import { McpCard } from "../widgets/account-mcp";
 import { Tokens } from "../widgets/account-tokens";
 import { PasswordCard } from "../widgets/account-password";
@@ -148,9 +148,7 @@ function Sessions() {
               <th scope="col">Browser or client</th>
               <th scope="col">Started</th>
               <th scope="col">Expires</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>

@@ -6,7 +6,7 @@
  */
 import { useState } from "preact/hooks";
 import { api, type Me } from "../api";
-import { Alert, when } from "../ui";
+import { Alert, when, ActionsHeader } from "../ui";
 import { accessOf } from "../access";
 import type { ProjectInfo } from "../frame";
 import { Action, Denied } from "../widgets/guard";
@@ -116,9 +116,7 @@ export function OperatorsPage(props: { me: Me }) {
               <th scope="col">Roles</th>
               <th scope="col">Two-factor</th>
               <th scope="col">Status</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>

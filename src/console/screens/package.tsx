@@ -8,7 +8,7 @@
 import { useState } from "preact/hooks";
 import type { Access } from "../access";
 import { api } from "../api";
-import { Alert, Link, navigate, when } from "../ui";
+import { Alert, Link, navigate, when, ActionsHeader } from "../ui";
 import type { SectionProps } from "../frame";
 import { CopyField } from "../widgets/copy-field";
 import { Action } from "../widgets/guard";
@@ -120,9 +120,7 @@ export function PackagePage(props: SectionProps) {
                 <th scope="col">Size</th>
                 <th scope="col">SHA-256</th>
                 {crate && (
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
+                  <ActionsHeader />
                 )}
               </tr>
             </thead>

@@ -7,7 +7,7 @@
  */
 import { useState } from "preact/hooks";
 import { api } from "../api";
-import { when } from "../ui";
+import { when, ActionsHeader } from "../ui";
 import { routeEnvironment } from "../access";
 import type { SectionProps } from "../frame";
 import { Action, Denied } from "../widgets/guard";
@@ -100,9 +100,7 @@ export function RolesPage(props: SectionProps) {
                 <th scope="col">Role</th>
                 <th scope="col">Takes away</th>
                 <th scope="col">Changed</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
+                <ActionsHeader />
               </tr>
             </thead>
             <tbody>

@@ -9,7 +9,7 @@
  */
 import { useState } from "preact/hooks";
 import { api } from "../api";
-import { Alert, Link, when } from "../ui";
+import { Alert, Link, when, ActionsHeader } from "../ui";
 import type { Access } from "../access";
 import type { SectionProps } from "../frame";
 import { EnvironmentPicker } from "../widgets/environment-picker";
@@ -141,9 +141,7 @@ function Group(props: { slug: string; env: string; access: Access; group: Resour
                   <th scope="col">Value</th>
                   <th scope="col">Version</th>
                   <th scope="col">Updated</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
+                  <ActionsHeader />
                 </tr>
               </thead>
               <tbody>

@@ -7,7 +7,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
-import { Alert, Link, ago, navigate } from "../ui";
+import { Alert, Link, ago, navigate, ActionsHeader } from "../ui";
 import type { SectionProps } from "../frame";
 import { CopyField } from "../widgets/copy-field";
 import { Action, Denied } from "../widgets/guard";
@@ -175,9 +175,7 @@ export function SourceList(props: SectionProps) {
               <th scope="col">Last push</th>
               <th scope="col">Declared services</th>
               <th scope="col">Clone URL</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>

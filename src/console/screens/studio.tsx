@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
-import { Alert, Link, navigate, when } from "../ui";
+import { Alert, Link, navigate, when, ActionsHeader } from "../ui";
 import type { ProjectInfo } from "../frame";
 import type { Access } from "../access";
 import { Action } from "../widgets/guard";
@@ -306,7 +306,7 @@ export function Studio(props: { project: ProjectInfo; sourceId: string; query: U
               <th scope="col">State</th>
               <th scope="col">Pull request</th>
               <th scope="col">By</th>
-              <th scope="col"><span class="visually-hidden">Actions</span></th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>

@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
-import { Alert, Link } from "../ui";
+import { Alert, Link, ActionsHeader } from "../ui";
 import type { ProjectInfo } from "../frame";
 import type { Access } from "../access";
 import { Action, Denied } from "../widgets/guard";
@@ -113,9 +113,7 @@ export function BundleEditor(props: { project: ProjectInfo; bundleId: number; qu
                   {l === source && <span class="tag">source</span>}
                 </th>
               ))}
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>

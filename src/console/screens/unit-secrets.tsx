@@ -8,7 +8,7 @@
  */
 import { useState } from "preact/hooks";
 import { api } from "../api";
-import { Alert, when } from "../ui";
+import { Alert, when, ActionsHeader } from "../ui";
 import type { Access } from "../access";
 import type { SectionProps } from "../frame";
 import type { PermissionKey } from "../../core/authz/catalog";
@@ -111,9 +111,7 @@ export function UnitSecretsPage(props: SectionProps) {
                 <th scope="col">Name</th>
                 <th scope="col">Version</th>
                 <th scope="col">Changed</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
+                <ActionsHeader />
               </tr>
             </thead>
             <tbody>

@@ -4,7 +4,7 @@
  * role, [project], expires, last used. A revoked token keeps its row, marked revoked.
  */
 import type { Token } from "../api";
-import { when } from "../ui";
+import { when, ActionsHeader } from "../ui";
 
 export function TokenTable<T extends Token>(props: {
   tokens: T[];
@@ -28,9 +28,7 @@ export function TokenTable<T extends Token>(props: {
           {props.show.project && <th scope="col">Project</th>}
           <th scope="col">Expires</th>
           <th scope="col">Last used</th>
-          <th scope="col">
-            <span class="visually-hidden">Actions</span>
-          </th>
+          <ActionsHeader />
         </tr>
       </thead>
       <tbody>
