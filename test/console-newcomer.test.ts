@@ -116,6 +116,11 @@ describe("a newcomer in the console", () => {
       const r = await sh(line);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain("No ops CLI release is published yet");
+      // The CLI page, which lists the releases, tells the card what it found.
+      await page.getByRole("link", { name: "CLI page" }).click();
+      await page.getByRole("heading", { name: "The ops CLI" }).waitFor();
+      await page.getByRole("button", { name: "Make an install command" }).click();
+      await page.getByText("No CLI release is published on this server yet").waitFor();
       await page.close();
     } finally {
       await empty.close();

@@ -80,7 +80,7 @@ export function CliPage(props: { me: Me }) {
           The newest release per target. Older versions stay downloadable at <code>/api/v1/cli/releases/&lt;version&gt;/&lt;target&gt;/download</code>; the API keeps no list of them to show here.
         </p>
       )}
-      <InstallCliCard projects={projects.filter((p) => !p.archived)} />
+      <InstallCliCard projects={projects.filter((p) => !p.archived)} published={canRead ? releases.some((r) => r !== null) : undefined} />
       {access.can("estate.manage", null) ? <Publish onDone={() => void loaded.reload()} /> : null}
     </section>
   );

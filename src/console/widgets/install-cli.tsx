@@ -7,7 +7,7 @@
  */
 import { useState } from "preact/hooks";
 import { api, ApiError } from "../api";
-import { Alert } from "../ui";
+import { Alert, Link } from "../ui";
 import { CopyField } from "./copy-field";
 import { errorText } from "./load";
 import { SelectField } from "./select-field";
@@ -50,8 +50,11 @@ interface InstallCode {
   install_command: string;
 }
 
-/** The card; with one project it names it, with several it offers a choice. */
-export function InstallCliCard(props: { projects: Array<{ slug: string; name: string }> }) {
+/**
+ * The card; with one project it names it, with several it offers a choice. `published`: whether any
+ * release exists, when the page already knows (the CLI page lists them); else the card asks.
+ */
+export function InstallCliCard(props: { projects: Array<{ slug: string; name: string }>; published?: boolean }) {
   const [slug, setSlug] = useState(props.projects[0]?.slug ?? "");
   const [made, setMade] = useState<InstallCode | null>(null);
   const [published, setPublished] = useState<boolean | null>(null);
@@ -60,7 +63,7 @@ export function InstallCliCard(props: { projects: Array<{ slug: string; name: st
     e.preventDefault();
     setError(null);
     try {
-      const [code, any] = await Promise.all([api<InstallCode>("POST", "/api/v1/cli/install-codes", { project: slug }), anyRelease()]);
+      const [code, any] = await Promise.all([api<InstallCode>("POST", "/api/v1/cli/install-codes", { project: slug }), props.published ?? anyRelease()]);
       setPublished(any);
       setMade(code);
     } catch (err) {
@@ -91,7 +94,7 @@ export function InstallCliCard(props: { projects: Array<{ slug: string; name: st
       )}
       {made && published === false && (
         <Alert kind="info">
-          No CLI release is published on this server yet, so this command will stop and say how to publish one. Someone who manages the estate publishes one on the <a href="/cli">CLI page</a> (or
+          No CLI release is published on this server yet, so this command will stop and say how to publish one. Someone who manages the estate publishes one on the <Link href="/cli">CLI page</Link> (or
           with <code>ops admin publish-cli</code> on the server's host); the same command then works until it expires.
         </Alert>
       )}
