@@ -199,6 +199,31 @@ describe("a repository with no service yet", () => {
   });
 });
 
+describe("a repository with no service yet, pushed many branches at once", () => {
+  test("each branch gets its line; the commit's ops.toml is read once for the push", async () => {
+    const w = await buildWorld(t, { environments: [] });
+    const host = codeHostFor(t.core);
+    const readFile = host.readFile.bind(host);
+    const read: string[] = [];
+    host.readFile = (repo, sha, file, opts) => {
+      read.push(`${sha} ${file}`);
+      return readFile(repo, sha, file, opts);
+    };
+    try {
+      await w.local.commit(SAMPLE_APP, "The sample app");
+      for (let i = 0; i < 20; i++) await runGit(w.local.dir, ["branch", "-f", `b-${i}`, "main"]);
+      const sha = (await runGit(w.local.dir, ["rev-parse", "main"])).stdout.trim();
+      const lines = remoteLines(await push(w, ["origin", "refs/heads/b-*:refs/heads/b-*"]));
+      expect(lines.length).toBe(20);
+      expect(lines.every((l) => /^nothing builds from b-\d+: no service follows it yet \(run Scan/.test(l))).toBe(true);
+      expect(read.filter((r) => r === `${sha} ops.toml`).length).toBe(1);
+    } finally {
+      host.readFile = readFile;
+      w.local.remove();
+    }
+  });
+});
+
 describe("the packet follower", () => {
   const enc = new TextEncoder();
   const pkt = (band: number, text: string) => {

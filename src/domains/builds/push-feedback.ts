@@ -44,18 +44,23 @@ export async function tellPush(core: Core, ev: PushEvent, ids: number[]): Promis
 }
 
 /**
- * Environment branches looked up once per push, not once per ref (each is a git process): a push
- * of 300 branches nobody follows, in two environments, started 600 of them, 2 now. The push is
- * known by its `say`, one function per push answer (HostPush.say).
+ * What the lines ask git for, looked up once per push rather than once per ref (each is a git
+ * process): the environments' branches, and the `ops.toml` of each pushed commit. A push of 300
+ * branches nobody follows, in two environments, started 600 branch lookups, 2 now; the same
+ * push to a repository with no service yet read the one commit's `ops.toml` 300 times, now once.
+ * The push is known by its `say`, one function per push answer (HostPush.say).
  */
-const envBranchesOfPush = new WeakMap<(line: string) => void, Map<string, Promise<string | null>>>();
+const askedInPush = new WeakMap<(line: string) => void, Map<string, Promise<unknown>>>();
+
+function oncePerPush<T>(ev: PushEvent, key: string, ask: () => Promise<T>): Promise<T> {
+  let known = askedInPush.get(ev.say!);
+  if (!known) askedInPush.set(ev.say!, (known = new Map()));
+  if (!known.has(key)) known.set(key, ask());
+  return known.get(key) as Promise<T>;
+}
 
 function envBranchOf(core: Core, ev: PushEvent, source: SourceRow, env: string): Promise<string | null> {
-  let known = envBranchesOfPush.get(ev.say!);
-  if (!known) envBranchesOfPush.set(ev.say!, (known = new Map()));
-  const key = `${source.id}\n${env}`;
-  if (!known.has(key)) known.set(key, environmentBranch(core, source, env).catch(() => null));
-  return known.get(key)!;
+  return oncePerPush(ev, `branch\n${source.id}\n${env}`, () => environmentBranch(core, source, env).catch(() => null));
 }
 
 /** Why a push queued no build (onPush's rules, asked again for the one line). */
@@ -90,7 +95,7 @@ async function whyNothing(core: Core, ev: PushEvent): Promise<string> {
 async function noServiceYet(core: Core, source: SourceRow, ev: PushEvent): Promise<string> {
   const scan = `run Scan in the console: ${core.config.publicUrl}/projects/${encodeURIComponent(ev.project)}/sources`;
   try {
-    const declared = await declarationAt(core, source, ev.after);
+    const declared = await oncePerPush(ev, `ops.toml\n${source.id}\n${ev.after}`, () => declarationAt(core, source, ev.after));
     if (!declared) return `no service follows it yet and this commit has no ops.toml (add one, then ${scan})`;
     if (declared.services.length === 0) return `no service follows it yet and this commit's ops.toml declares none (add [services.<name>], then ${scan})`;
     return `no service follows it yet (${scan}; it creates ${declared.services.map((s) => s.name).join(", ")} from the default branch's ops.toml)`;
