@@ -199,9 +199,8 @@ export function rotateGroup(core: Core, place: Place, name: string, auth: AuthCo
   });
 }
 
-/** GET …/secret-group/{name}/versions: rendered history, newest first. */
+/** GET …/secret-group/{name}/versions: rendered history, newest first; metadata, so answered while sealed (decision 0545). */
 export function listVersions(core: Core, place: Place, name: string): RenderedVersion[] {
-  core.secrets.assertUnsealed();
   const group = groupRow(core, place, name);
   const rows = core.db.select().from(secretGroupRenders).where(eq(secretGroupRenders.groupId, group.id)).orderBy(desc(secretGroupRenders.version)).all();
   return rows.map((r, i) => ({ actor: r.actor, current: i === 0, rendered_at: iso(r.renderedAt), secret: r.secret, version: r.version }));

@@ -1,7 +1,8 @@
 /**
  * Secret routes: a secret group's variables, rotation and rendered versions; secrets per deploy
  * unit with the dotenv export; the store's status, seal and unseal. Every route that reads or
- * writes values answers 503 `sealed` while the store is sealed.
+ * writes values answers 503 `sealed` while the store is sealed; routes that read or delete
+ * metadata only need no key and answer as usual (decision 0545).
  */
 import { Elysia, t } from "elysia";
 import type { Core, ProjectRef } from "../../core/core";
@@ -72,13 +73,13 @@ export function secretsRoutes(core: Core) {
       params: GroupParams,
       query: CommonQuery,
       detail: { summary: "Rendered versions, newest first" },
-      response: { 200: t.Array(t.Ref("RenderedVersion")), ...errors(401, 403, 404, 503) },
+      response: { 200: t.Array(t.Ref("RenderedVersion")), ...errors(401, 403, 404) },
     })
     .get("/projects/:slug/secrets", ({ auth }) => svc.listSecrets(core, auth.project as ProjectRef), {
       permission: { key: "secrets.read", environment: "none" },
       params: t.Object({ slug: t.String() }),
       detail: { summary: "Secrets per deploy unit: metadata only, never values" },
-      response: { 200: t.Array(t.Ref("SecretMetaResponse")), ...errors(401, 403, 404, 503) },
+      response: { 200: t.Array(t.Ref("SecretMetaResponse")), ...errors(401, 403, 404) },
     })
     .get(
       "/projects/:slug/secrets/:service/env",
@@ -114,7 +115,7 @@ export function secretsRoutes(core: Core) {
         permission: { key: "secrets.write", environment: unitScope },
         params: SecretParams,
         detail: { summary: "Delete a unit's secret" },
-        response: { 204: NoContent, ...errors(401, 403, 404, 409, 503) },
+        response: { 204: NoContent, ...errors(401, 403, 404, 409) },
       },
     )
     .get("/admin/secrets", () => svc.storeStatus(core), {

@@ -44,7 +44,7 @@ function assertUnit(q: Queryable, project: ProjectRef, unit: string): void {
 
 /** GET /projects/{slug}/secrets: names and versions, never values; by unit then name. */
 export function listSecrets(core: Core, project: ProjectRef): SecretMetaResponse[] {
-  core.secrets.assertUnsealed();
+  // Metadata only: answered while the store is sealed (decision 0545).
   return core.db
     .select()
     .from(unitSecrets)
@@ -95,9 +95,8 @@ export function setSecret(core: Core, project: ProjectRef, unit: string, name: s
   });
 }
 
-/** DELETE /projects/{slug}/secrets/{unit}/{name}. 404 no such secret. */
+/** DELETE /projects/{slug}/secrets/{unit}/{name}. 404 no such secret; needs no key, so works while sealed (decision 0545). */
 export function deleteSecret(core: Core, project: ProjectRef, unit: string, name: string, auth: AuthContext): void {
-  core.secrets.assertUnsealed();
   assertNotArchived(project);
   const actor = actorOf(auth.principal, auth.meta);
   tx(core.db, (t) => {
