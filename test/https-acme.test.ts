@@ -12,7 +12,7 @@ import path from "node:path";
 import { eq } from "drizzle-orm";
 import { createTestApp, freePort, expectStatus, type TestApp } from "./harness";
 import { projectWithOwner, type ProjectCtx } from "./resources-helpers";
-import { startPebble, type Pebble } from "./pebble";
+import { curl, httpsGet, served as servedBy, startPebble, type Pebble } from "./pebble";
 import { ingressOf, startIngress, startIngressTls } from "../src/adapters/ingress";
 import { certificatesModule } from "../src/domains/certificates";
 import { certificates } from "../src/domains/certificates/tables";
@@ -29,19 +29,8 @@ let root = "";
 const httpPort = freePort();
 const tlsPort = freePort();
 
-async function curl(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const proc = Bun.spawn(["curl", "-sS", "--max-time", "15", ...args], { stdout: "pipe", stderr: "pipe" });
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { code: await proc.exited, out, err };
-}
-
-/** What `openssl x509 <args>` says of the certificate served for `host` (async: the server is in this process). */
-async function served(host: string, args: string): Promise<string> {
-  const proc = Bun.spawn(["sh", "-c", `echo | timeout 10 openssl s_client -connect 127.0.0.1:${tlsPort} -servername ${host} 2>/dev/null | openssl x509 -noout ${args}`], { stdout: "pipe" });
-  return await new Response(proc.stdout).text();
-}
-
-const https = (host: string, p = "/") => curl(["--cacert", root, "--resolve", `${host}:${tlsPort}:127.0.0.1`, `https://${host}:${tlsPort}${p}`]);
+const https = (host: string, p = "/") => httpsGet(root, tlsPort, host, p);
+const served = (host: string, args: string) => servedBy(tlsPort, host, args);
 
 function cert(host: string) {
   return t.core.db.select().from(certificates).where(eq(certificates.host, host)).get();

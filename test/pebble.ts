@@ -2,7 +2,8 @@
  * Debian's `pebble` (the ACME test CA of the Let's Encrypt project) and `pebble-challtestsrv` (its
  * DNS, answering every A query with 127.0.0.1), both on loopback ports of their own. pebble
  * validates HTTP-01 on `httpPort` (the ingress's plain listener in the tests) and issues
- * certificates signed by a root made at its start (`root()`).
+ * certificates signed by a root made at its start (`root()`). Below it, what the HTTPS suites ask
+ * of the ingress's TLS listener with real clients (curl, openssl s_client).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -69,4 +70,22 @@ export async function startPebble(httpPort: number, tlsPort: number): Promise<Pe
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Run curl (silent, errors shown, 15 s at most) with `args`. */
+export async function curl(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const proc = Bun.spawn(["curl", "-sS", "--max-time", "15", ...args], { stdout: "pipe", stderr: "pipe" });
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code: await proc.exited, out, err };
+}
+
+/** What `openssl x509 <args>` says of the certificate served on `tlsPort` for `host` (async: the server is in this process). */
+export async function served(tlsPort: number, host: string, args: string): Promise<string> {
+  const proc = Bun.spawn(["sh", "-c", `echo | timeout 10 openssl s_client -connect 127.0.0.1:${tlsPort} -servername ${host} 2>/dev/null | openssl x509 -noout ${args}`], { stdout: "pipe" });
+  return await new Response(proc.stdout).text();
+}
+
+/** GET `https://host:tlsPort<path>` with curl trusting only `rootFile`, the host resolved to 127.0.0.1. */
+export function httpsGet(rootFile: string, tlsPort: number, host: string, p = "/") {
+  return curl(["--cacert", rootFile, "--resolve", `${host}:${tlsPort}:127.0.0.1`, `https://${host}:${tlsPort}${p}`]);
 }

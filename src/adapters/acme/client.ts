@@ -1,6 +1,7 @@
 /**
  * ACME (RFC 8555) through `acme-client` (decision 0342): one account per data dir, its P-256 key
- * in `keys/acme-account.pem` (0600, made on first use), HTTP-01 only, answered by the ingress's
+ * in `keys/acme-account.pem` (0600, made on first use), found again by that key at every order with
+ * its contact set to OPS_ACME_EMAIL or to none (decision 0532), HTTP-01 only, answered by the ingress's
  * plain listener from `pending` (token → key authorization). ops never checks DNS or fetches its
  * own challenge first: the ACME server's view is the one that counts. The library's own retries
  * are off (a 429 with a Retry-After of an hour must not hold an order open): a failure ends the
@@ -78,9 +79,11 @@ export async function orderCertificate(settings: AcmeSettings, key: Buffer, host
   const [certKey, csr] = await acme.crypto.createCsr({ altNames: hosts }, await acme.crypto.createPrivateEcdsaKey("P-256"));
   const tokens: string[] = [];
   try {
+    // Decision 0532: the account is found (or made) here with its contact always stated, so that
+    // `auto()` skips its own registration, whose follow-up update is empty when there is no email.
+    await client.createAccount({ termsOfServiceAgreed: true, contact: settings.email ? [`mailto:${settings.email}`] : [] });
     const cert = await client.auto({
       csr,
-      email: settings.email ?? undefined,
       termsOfServiceAgreed: true,
       challengePriority: ["http-01"],
       skipChallengeVerification: true,
