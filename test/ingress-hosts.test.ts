@@ -1,8 +1,8 @@
 /**
  * Host names belong to one project (DESIGN §6): `localhost`, IP addresses and the console's host
- * are never a domain's host; the names under `.<project>.localhost` are that project's; a claim
- * (exact or wildcard) that could match a host another project holds is a 409 that does not say
- * whose it is; a scan's reconcile refuses such a `[domains]` entry with the reason; released hosts
+ * are never a domain's host; the names under `.<project>.localhost` are that project's; a project
+ * holding a host holds the names under it, so a claim (exact or wildcard) that meets a host another
+ * project holds, or a name under it, is a 409 that does not say whose it is; a scan's reconcile refuses such a `[domains]` entry with the reason; released hosts
  * can be claimed again. Tried as project alpha's developer against project beta.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
@@ -59,18 +59,32 @@ describe("default hosts", () => {
 });
 
 describe("domain hosts across projects", () => {
-  test("exact and wildcard claims that could match beta's hosts are 409; ones that cannot are fine", async () => {
-    for (const hosts of [["shop.example.com"], ["*.example.com"], ["a.eu.example.com"], ["*.x.eu.example.com"], ["ok.example.net", "*.eu.example.com"]]) {
+  test("exact and wildcard claims that meet beta's hosts or the names under them are 409; ones that do not are fine", async () => {
+    for (const hosts of [["shop.example.com"], ["*.example.com"], ["a.eu.example.com"], ["*.x.eu.example.com"], ["ok.example.net", "*.eu.example.com"], ["x.shop.example.com"], ["*.shop.example.com"], ["eu.example.com"], ["example.com"]]) {
       const body = await expectStatus(await put(alphaDev, "alpha", "grab", hosts), 409);
       expect(body.message).toContain("is already taken by another project");
       expect(body.message).not.toContain("beta");
     }
-    // Not covered by beta's hosts: a deeper name under an exact host, a sibling, the wildcard's own suffix.
-    await expectStatus(await put(alphaDev, "alpha", "mine", ["x.shop.example.com", "www.example.com", "eu.example.com"]), 201);
+    // Beside beta's hosts, not above or under them: siblings.
+    await expectStatus(await put(alphaDev, "alpha", "mine", ["www.example.com", "shop.example.net", "us.example.com"]), 201);
     // And now beta cannot take those back by a wildcard over them.
     await expectStatus(await put(betaOwner, "beta", "wide", ["*.example.com"]), 409);
     // Within one project, an exact host beside its own wildcard is fine (in another environment too).
     await expectStatus(await put(betaOwner, "beta", "eu-home", ["fr.eu.example.com"], "staging"), 201);
+  });
+
+  test("a project owns the names under a host it holds: no wildcard or deeper name of another project covers it, in either order", async () => {
+    await expectStatus(await put(betaOwner, "beta", "apex", ["beta.test"]), 201);
+    for (const hosts of [["*.beta.test"], ["www.beta.test"], ["*.www.beta.test"], ["a.b.beta.test"]]) {
+      const body = await expectStatus(await put(alphaDev, "alpha", "cover", hosts), 409);
+      expect([hosts, body.message]).toEqual([hosts, `Host "${hosts[0]}" is already taken by another project.`]);
+    }
+    // The holder adds names under its apex, and a wildcard over them, whatever another project tried.
+    await expectStatus(await put(betaOwner, "beta", "apex", ["beta.test", "www.beta.test", "*.api.beta.test"]), 200);
+    // The other way round: alpha's wildcard came first, so the name it covers is alpha's.
+    await expectStatus(await put(alphaDev, "alpha", "wide", ["*.gamma.test"]), 201);
+    for (const host of ["gamma.test", "x.gamma.test", "*.gamma.test", "*.x.gamma.test"]) await expectStatus(await put(betaOwner, "beta", "gamma", [host]), 409);
+    await expectStatus(await put(alphaDev, "alpha", "wide", ["*.gamma.test", "gamma.test"]), 200);
   });
 
   test("a released host can be claimed by another project", async () => {

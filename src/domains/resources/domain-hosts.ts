@@ -8,8 +8,11 @@
  * - every name under `.<project>.localhost` belongs to that project (its services' default hosts
  *   live there): another project's claim is taken (409), one under no project's name is reserved
  *   (422);
- * - a claim (exact or wildcard) that could match a host another project's domain holds is taken
- *   (409). The answer never names the holder: the caller may not be allowed to see that project.
+ * - a project holding a host also holds every name under it (decision 0530: an app there shares
+ *   its cookies); a wildcard holds the names under its suffix. A claim whose names meet names
+ *   another project holds is taken (409): `*.beta.test`, `www.beta.test` or `*.www.beta.test`
+ *   while another project holds `beta.test`, and `beta.test` while another holds `*.beta.test`.
+ *   The answer never names the holder: the caller may not be allowed to see that project.
  *
  * Within one project, an exact host and a wildcard covering it may coexist (the exact one wins at
  * the ingress); the same exact host twice is refused by `domain_hosts`' key.
@@ -35,6 +38,21 @@ export function hostsOverlap(a: string, b: string): boolean {
   if (sa === null) return a.endsWith(sb!) && a.length > sb!.length;
   if (sb === null) return b.endsWith(sa) && b.length > sa.length;
   return sa.endsWith(sb) || sb.endsWith(sa);
+}
+
+/** The name a claim's names are at or under: the host itself, or a wildcard's suffix (`*.example.com` → `example.com`). */
+function rootOf(host: string): string {
+  return host.startsWith("*.") ? host.slice(2) : host;
+}
+
+/**
+ * Whether two claims hold a name in common, counting every name under an exact host as its
+ * holder's: true when one claim's root is the other's or lies under it.
+ */
+export function claimsMeet(a: string, b: string): boolean {
+  const ra = rootOf(a);
+  const rb = rootOf(b);
+  return ra === rb || ra.endsWith(`.${rb}`) || rb.endsWith(`.${ra}`);
 }
 
 function invalid(i: number, host: string, message: string): OpsError {
@@ -70,7 +88,7 @@ export function assertHostsClaimable(core: Core, q: Queryable, project: ProjectR
       throw invalid(i, host, `is reserved: names under .${ns}.localhost are the default hosts of project ${ns}`);
     }
   });
-  // Other projects' domain hosts that the claims could match.
+  // Other projects' domain hosts whose names the claims would meet.
   const held = q
     .select({ host: domainHosts.host })
     .from(domainHosts)
@@ -79,6 +97,6 @@ export function assertHostsClaimable(core: Core, q: Queryable, project: ProjectR
     .all();
   for (const raw of hosts) {
     const host = raw.toLowerCase();
-    if (held.some((h) => hostsOverlap(host, h.host))) throw taken(host);
+    if (held.some((h) => claimsMeet(host, h.host))) throw taken(host);
   }
 }
