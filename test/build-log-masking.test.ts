@@ -2,7 +2,8 @@
  * What a build prints is masked before it is stored, in every form a hostile or careless build
  * command can print a secret in: a secret build variable of the project as base64, base64url, hex
  * (both cases) and percent-encoded, also inside a longer text that was base64-encoded whole (at
- * each of the three byte offsets), and secrets of any origin by their shape (a GitHub token, an AWS
+ * each of the three byte offsets), percent-encoded with every byte escaped, split by a control
+ * character or an escape sequence, or across the cut of a long line, and secrets of any origin by their shape (a GitHub token, an AWS
  * key id, a private key printed line by line). A real build on the built-in host runs the commands
  * (the sandbox's own node prints the forms), and the stored log is read back through the API and
  * searched in the log store.
@@ -11,6 +12,7 @@ import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { expectStatus, type TestApp } from "./harness";
 import { buildsApp, buildWorld, drain, ENV_GROUP, getBuild, logText, manualBuild, opsToml, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
 import { existingWriter } from "../src/domains/observability/writer";
+import { MAX_LINE_CHARS } from "../src/adapters/runtime/process";
 
 let t: TestApp;
 let w: BuildWorld;
@@ -26,6 +28,7 @@ afterAll(async () => {
 
 const secret = ENV_GROUP.DEPLOY_TOKEN;
 const b64 = (s: string) => Buffer.from(s).toString("base64");
+const escapeAll = (s: string, upper: boolean) => [...Buffer.from(s)].map((b) => `%${b.toString(16).padStart(2, "0")[upper ? "toUpperCase" : "toLowerCase"]()}`).join("");
 /** What the build prints, one form per line, each behind a label that stays readable. */
 const FORMS: Record<string, string> = {
   base64: b64(secret),
@@ -36,7 +39,13 @@ const FORMS: Record<string, string> = {
   "basic (offset 2)": b64(`ci:${secret}`),
   "json (offset 1)": b64(`{"token":"${secret}","scope":"deploy"}`),
   "prefixed (offset 0)": b64(`abc${secret}!!`),
+  "percent (every byte)": escapeAll(secret, true),
+  "percent (every byte, lower)": escapeAll(secret, false),
 };
+/** Lines that show the secret whole once their control characters are dropped, as a terminal or the console shows them. */
+const SPLIT = ["\r", "\x1b[0m", "\x1b[1;31m"];
+/** Where the builder cuts a long line. */
+const CUT = MAX_LINE_CHARS;
 // The sample app keeps its own build; the extra command prints the forms with the sandbox's node.
 const PRINT_FORMS = `
 const s = process.env.DEPLOY_TOKEN;
@@ -50,8 +59,13 @@ const forms = {
   "basic (offset 2)": b64("ci:" + s),
   "json (offset 1)": b64(JSON.stringify({ token: s, scope: "deploy" })),
   "prefixed (offset 0)": b64("abc" + s + "!!"),
+  "percent (every byte)": [...Buffer.from(s)].map((b) => "%" + b.toString(16).padStart(2, "0").toUpperCase()).join(""),
+  "percent (every byte, lower)": [...Buffer.from(s)].map((b) => "%" + b.toString(16).padStart(2, "0")).join(""),
 };
 for (const [k, v] of Object.entries(forms)) console.log("form " + k + ": " + v);
+for (const [i, c] of ${JSON.stringify(SPLIT)}.entries()) console.log("split " + i + ": " + s.slice(0, 5) + c + s.slice(5));
+// A line longer than the builder keeps whole, the secret across its cut.
+console.log("long: " + "x".repeat(${CUT} - "long: ".length - 5) + s + " end of long");
 console.log("github token: ghp_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6");
 console.log("aws key id: AKIA" + "QX7RZ2MB5KWT3NYC");
 const { privateKey } = require("node:crypto").generateKeyPairSync("ec", { namedCurve: "P-256" });
@@ -82,6 +96,19 @@ describe("a build's log masks secrets in their encoded forms and by their shape"
       expect(line, name).not.toContain(form);
     }
     expect(log).not.toContain(secret);
+  });
+
+  test("a secret split by a control character, or across the cut of a long line, is masked as it shows", () => {
+    const lines = log.split("\n");
+    for (let i = 0; i < SPLIT.length; i++) {
+      const line = lines.find((l) => l.startsWith(`split ${i}: `))!;
+      expect(line, JSON.stringify(SPLIT[i])).toBe(`split ${i}: ***`);
+    }
+    const at = lines.findIndex((l) => l.startsWith("long: "));
+    expect(at).toBeGreaterThanOrEqual(0);
+    const joined = lines[at] + lines[at + 1];
+    expect(joined).not.toContain(secret);
+    expect(joined).toContain("*** end of long");
   });
 
   test("secret shapes are masked whatever their origin; a private key line by line, through its END line", () => {

@@ -1,9 +1,11 @@
 /**
  * The forms a secret value takes when a program prints it encoded, so that masking a project's own
- * secret values (build logs, service output) catches more than the literal text (DESIGN §6 "Secrets
- * in output"): base64 and base64url (with and without padding), hex in both cases, and
- * percent-encoding (as `encodeURIComponent` writes it, with lowercase escapes, and with `+` for
- * spaces as HTML forms do).
+ * secret values (build, release-step, job and replica output) catches more than the literal text
+ * (DESIGN §6 "Secrets in output"): base64 and base64url (with and without padding), hex in any
+ * case, and percent-encoding with any subset of its bytes escaped, in any case (what
+ * `encodeURIComponent` and `encodeURI` write, every byte escaped, `+` for spaces as HTML forms
+ * write; decision 0515). Each form is a regular expression source, so hex and percent escapes
+ * match in upper, lower and mixed case without a form per case.
  *
  * A value embedded in a longer text before encoding (`user:secret` in a Basic credential, a key in
  * a base64'd JSON file) shows in the base64 output only through the characters that encode its own
@@ -16,6 +18,21 @@
 /** Shorter encoded forms are not masked: they turn up by chance in ordinary base64 and hex. */
 export const MIN_FORM_CHARS = 8;
 
+/** One form of a value, as a regular expression source without capturing groups. */
+export interface FormPattern {
+  source: string;
+  /** Only its matches that hold a `%` are not literal forms too: text without a `%` can skip it. */
+  percent: boolean;
+  /** The fewest and the most characters a match has. */
+  min: number;
+  max: number;
+}
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** `text` itself, as a form. */
+export const literalPattern = (text: string): FormPattern => ({ source: escapeRe(text), percent: false, min: text.length, max: text.length });
+
 /** Characters of the base64 of `bytes` preceded by `k` filler bytes that depend on `bytes` alone. */
 function base64Core(bytes: Uint8Array, k: number): string {
   const padded = new Uint8Array(k + bytes.length);
@@ -26,25 +43,43 @@ function base64Core(bytes: Uint8Array, k: number): string {
 
 const toUrl = (b64: string) => b64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
-/** Every encoded form of `value` worth masking (at least MIN_FORM_CHARS long, not the value itself), without duplicates. */
-export function encodedForms(value: string): string[] {
+/** Hex digits in either case: `6c` → `6[cC]`. */
+const anyCaseHex = (hex: string) => hex.replace(/[a-f]/g, (c) => `[${c}${c.toUpperCase()}]`);
+
+/**
+ * Percent-encoding: each character as itself or as its UTF-8 bytes escaped (either case), a space
+ * also as `+`. A match without a `%` is the value itself or the value with `+` for its spaces,
+ * which are literal forms of their own; so text without a `%` can skip this one.
+ */
+function percentPattern(value: string): FormPattern {
+  let source = "";
+  let max = 0;
+  for (const ch of value) {
+    const bytes = Buffer.from(ch);
+    const escaped = [...bytes].map((b) => `%${anyCaseHex(b.toString(16).padStart(2, "0"))}`).join("");
+    source += `(?:${escapeRe(ch)}|${escaped}${ch === " " ? "|\\+" : ""})`;
+    max += 3 * bytes.length;
+  }
+  return { source, percent: true, min: value.length, max };
+}
+
+/** Every form of `value` worth masking (each encoding at least MIN_FORM_CHARS long), the literal value included, without duplicates. */
+export function formPatterns(value: string): FormPattern[] {
   const bytes = new TextEncoder().encode(value);
-  const forms = new Set<string>();
+  const literal = new Set<string>();
   const whole = Buffer.from(bytes).toString("base64");
-  forms.add(whole);
-  forms.add(toUrl(whole));
+  literal.add(whole);
+  literal.add(toUrl(whole));
   for (let k = 0; k < 3; k++) {
     const core = base64Core(bytes, k);
-    forms.add(core);
-    forms.add(toUrl(core));
+    literal.add(core);
+    literal.add(toUrl(core));
   }
+  literal.delete(value);
+  const out: FormPattern[] = [...literal].filter((f) => f.length >= MIN_FORM_CHARS).map(literalPattern);
   const hex = Buffer.from(bytes).toString("hex");
-  forms.add(hex);
-  forms.add(hex.toUpperCase());
-  const percent = encodeURIComponent(value);
-  forms.add(percent);
-  forms.add(percent.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()));
-  forms.add(percent.replace(/%20/g, "+"));
-  forms.delete(value);
-  return [...forms].filter((f) => f.length >= MIN_FORM_CHARS);
+  if (hex.length >= MIN_FORM_CHARS) out.push({ source: anyCaseHex(hex), percent: false, min: hex.length, max: hex.length });
+  out.push(literalPattern(value), percentPattern(value));
+  if (value.includes(" ")) out.push(literalPattern(value.replace(/ /g, "+")));
+  return out;
 }

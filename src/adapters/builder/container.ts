@@ -200,6 +200,7 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
         pids: pids.group,
         signal: opts.signal,
         onLine: (stream, line) => emit(stream, stream === "stdout" ? "info" : "warn", line),
+        mask,
       });
       if (verdict.kind === "ok" || s.optional) continue;
       if (verdict.kind === "cancelled") return done("cancelled", { error: "the build was cancelled" });

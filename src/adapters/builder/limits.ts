@@ -5,7 +5,7 @@
  * timeout, a cancel and a failing exit apart.
  */
 import { rmdirSync } from "node:fs";
-import { startCommand } from "../runtime/process";
+import { startCommand, type SecretMasker } from "../runtime/process";
 import { createMemoryCgroup, joinArgv, type MemoryCgroup } from "../sandbox/cgroups";
 import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
 import type { MemoryEnforcement } from "./types";
@@ -88,6 +88,8 @@ export interface LimitedCommand {
   pids?: PidsGroup | null;
   signal?: AbortSignal;
   onLine(stream: "stdout" | "stderr", line: string): void;
+  /** The build's secret values, masked before a long line is cut (process.ts). */
+  mask?: SecretMasker;
 }
 
 /** Run one command under the build's limits and say how it ended. */
@@ -101,6 +103,7 @@ export async function runLimited(c: LimitedCommand): Promise<Verdict> {
     env: c.env,
     timeoutMs: Math.max(1, c.deadline - Date.now()),
     onLine: c.onLine,
+    mask: c.mask,
   });
   const abort = () => running.stop(1000);
   c.signal?.addEventListener("abort", abort);

@@ -14,7 +14,7 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import path from "node:path";
-import { secretMasker, DEFAULT_PATH } from "../runtime/process";
+import { secretMasker, DEFAULT_PATH, type SecretMasker } from "../runtime/process";
 import type { MemoryCgroup } from "../sandbox/cgroups";
 import type { PidsGroup } from "../sandbox/pids";
 import { seccompFile } from "../sandbox/seccomp";
@@ -80,7 +80,7 @@ interface Run {
   spec: NativeBuildSpec;
   opts: BuildRunOptions;
   now: () => number;
-  mask: (line: string) => string;
+  mask: SecretMasker;
   timings: StepTiming[];
   cgroup: MemoryCgroup | null;
   pids: PidsGroup | null;
@@ -204,6 +204,7 @@ async function runStep(run: Run, step: BuilderStep, commands: readonly string[],
     pids: run.pids,
     signal: opts.signal,
     onLine: (stream, line) => output.line(stream, line),
+    mask: run.mask,
   });
   output.end();
   if (verdict.kind === "ok") {

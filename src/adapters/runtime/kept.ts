@@ -11,7 +11,8 @@
  * PR_SET_PDEATHSIG, which fires when the thread that forked exits: Bun spawns on its main thread,
  * the one that calls execve) does not fire; a real exit of ops still ends it.
  */
-import { MAX_LINE_CHARS, groupControl, type CommandResult, type RunningCommand } from "./process";
+import { emitLine, emitUnfinishedBytes, groupControl, type CommandResult, type RunningCommand } from "./process";
+import { NO_MASK, type SecretMasker } from "../../core/secret-mask";
 import { closeFd, fdIdentity, pipe, reapChild, readSome, setNonBlocking, startTimeOf } from "./fds";
 
 /** One output pipe handed to the next image. */
@@ -41,6 +42,8 @@ export interface KeptSpec {
   cwd: string;
   env: Record<string, string>;
   onLine(stream: "stdout" | "stderr", line: string): void;
+  /** Secret values masked in every line before `onLine` sees it (as `startCommand` does). */
+  mask?: SecretMasker;
   politeTargets?(pid: number): number[];
 }
 
@@ -48,18 +51,13 @@ const NL = 0x0a;
 const MAX_IDLE_MS = 200;
 
 /** Read a non-blocking pipe until EOF (then close it) or until detached (then leave it open). */
-function pumpFd(fd: number, emit: (line: string) => void, start: Uint8Array = new Uint8Array(0)) {
+function pumpFd(fd: number, emit: (line: string) => void, start: Uint8Array = new Uint8Array(0), mask: SecretMasker = NO_MASK) {
   const decoder = new TextDecoder();
   let buf = start;
   let detached = false;
   const line = (bytes: Uint8Array) => {
-    let text = decoder.decode(bytes);
-    if (text.endsWith("\r")) text = text.slice(0, -1);
-    while (text.length > MAX_LINE_CHARS) {
-      emit(text.slice(0, MAX_LINE_CHARS));
-      text = text.slice(MAX_LINE_CHARS);
-    }
-    emit(text);
+    const text = decoder.decode(bytes);
+    emitLine(text.endsWith("\r") ? text.slice(0, -1) : text, mask, emit);
   };
   const split = () => {
     let i: number;
@@ -67,13 +65,7 @@ function pumpFd(fd: number, emit: (line: string) => void, start: Uint8Array = ne
       line(buf.subarray(0, i));
       buf = buf.slice(i + 1);
     }
-    while (buf.length > MAX_LINE_CHARS) {
-      // Cut a long unfinished line at a character boundary (not inside a UTF-8 sequence).
-      let cut = MAX_LINE_CHARS;
-      while (cut > 0 && (buf[cut]! & 0xc0) === 0x80) cut--;
-      line(buf.subarray(0, cut));
-      buf = buf.slice(cut);
-    }
+    buf = emitUnfinishedBytes(buf, mask, emit);
   };
   const done = (async () => {
     const chunk = new Uint8Array(65536);
@@ -161,8 +153,8 @@ export function startKeptCommand(spec: KeptSpec): KeptCommand {
   closeFd(err.write);
   setNonBlocking(out.read);
   setNonBlocking(err.read);
-  const stdout = pumpFd(out.read, (l) => spec.onLine("stdout", l));
-  const stderr = pumpFd(err.read, (l) => spec.onLine("stderr", l));
+  const stdout = pumpFd(out.read, (l) => spec.onLine("stdout", l), undefined, spec.mask);
+  const stderr = pumpFd(err.read, (l) => spec.onLine("stderr", l), undefined, spec.mask);
   const exitOf = (handed: () => boolean) =>
     proc.exited.then(() => {
       if (handed()) return null;
@@ -184,9 +176,9 @@ export function notAdoptable(h: CommandHandover): string | null {
 const POLL_EXIT_MS = 200;
 
 /** Adopt a command an earlier image of this process started and handed over (check `notAdoptable` first). */
-export function adoptCommand(h: CommandHandover, spec: Pick<KeptSpec, "onLine" | "politeTargets">): KeptCommand {
-  const stdout = pumpFd(h.stdout.fd, (l) => spec.onLine("stdout", l), Buffer.from(h.stdout.pending, "base64"));
-  const stderr = pumpFd(h.stderr.fd, (l) => spec.onLine("stderr", l), Buffer.from(h.stderr.pending, "base64"));
+export function adoptCommand(h: CommandHandover, spec: Pick<KeptSpec, "onLine" | "politeTargets" | "mask">): KeptCommand {
+  const stdout = pumpFd(h.stdout.fd, (l) => spec.onLine("stdout", l), Buffer.from(h.stdout.pending, "base64"), spec.mask);
+  const stderr = pumpFd(h.stderr.fd, (l) => spec.onLine("stderr", l), Buffer.from(h.stderr.pending, "base64"), spec.mask);
   const exitOf = async (handed: () => boolean) => {
     for (;;) {
       if (handed()) return null;

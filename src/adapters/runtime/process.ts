@@ -3,10 +3,12 @@
  * child process in its own process group (so a timeout or shutdown stops everything it started,
  * not only `sh`), with an explicit environment (nothing inherited from the server: the server's
  * own settings, such as OPS_SECRETS_KEY, never leak into a child), a working directory, an
- * optional timeout, and its output handed over line by line.
+ * optional timeout, and its output handed over line by line, its secret values masked.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { encodedForms } from "../../core/secret-encodings";
+import { NO_MASK, type SecretMasker } from "../../core/secret-mask";
+
+export { secretMasker, type SecretMasker } from "../../core/secret-mask";
 
 export interface CommandSpec {
   /** A shell command line (run as `sh -c`), or an argv run as given. */
@@ -18,6 +20,8 @@ export interface CommandSpec {
   timeoutMs?: number;
   /** Called for every complete line (and the unterminated tail) of stdout and stderr. */
   onLine(stream: "stdout" | "stderr", line: string): void;
+  /** Secret values masked in every line before `onLine` sees it (whole, before a long line is cut). */
+  mask?: SecretMasker;
   /**
    * The processes that get the polite SIGTERM of a stop (default: the whole process group).
    * A sandbox whose outer process would die at once on SIGTERM, taking its children with it,
@@ -49,49 +53,62 @@ export const MAX_LINE_CHARS = 8192;
 export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
- * A function that replaces every secret value in a line with `***`, as CI systems do, in the
- * forms programs print it in too: base64 and base64url (also of the value inside a longer encoded
- * text), hex in both cases and percent-encoding (src/core/secret-encodings.ts). Values shorter
- * than 4 characters are left alone (masking them would garble ordinary output), and the longest
- * forms go first so a secret that contains another is masked whole. Output arrives line by line,
- * so a value of several lines (a PEM key) is masked line by line too, and encoded whole.
+ * An output line masked whole, then cut into pieces of at most MAX_LINE_CHARS: a secret across a
+ * cut is masked like any other (decision 0515).
  */
-export function secretMasker(values: readonly string[]): (line: string) => string {
-  const kept = values.filter((v) => v.length >= 4);
-  const parts = kept.flatMap((v) => (v.includes("\n") ? v.split(/\r?\n/).map((l) => l.trim()) : [v]));
-  const mask = [...new Set([...parts.filter((s) => s.length >= 4), ...kept.flatMap(encodedForms)])].sort((a, b) => b.length - a.length);
-  if (mask.length === 0) return (line) => line;
-  // One expression of every form answers "anything to mask?" for most lines several times faster
-  // than a substring search per form; the rare line that has one is masked longest form first.
-  const any = new RegExp(mask.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"));
-  return (line) => {
-    if (!any.test(line)) return line;
-    for (const s of mask) if (line.includes(s)) line = line.split(s).join("***");
-    return line;
-  };
+export function emitLine(text: string, mask: SecretMasker, emit: (line: string) => void): void {
+  let line = mask(text);
+  while (line.length > MAX_LINE_CHARS) {
+    emit(line.slice(0, MAX_LINE_CHARS));
+    line = line.slice(MAX_LINE_CHARS);
+  }
+  emit(line);
 }
 
-async function pump(stream: ReadableStream<Uint8Array>, emit: (line: string) => void): Promise<void> {
+/**
+ * The head of an unfinished line that grew past MAX_LINE_CHARS, emitted in pieces; returns what
+ * stays behind. It is masked before the cut, and the masker's reach stays behind, so a secret
+ * whose end has not arrived yet is never cut off from it.
+ */
+export function emitUnfinished(text: string, mask: SecretMasker, emit: (line: string) => void): string {
+  if (text.length <= MAX_LINE_CHARS + mask.reach) return text;
+  let rest = mask(text);
+  while (rest.length > MAX_LINE_CHARS + mask.reach) {
+    emit(rest.slice(0, MAX_LINE_CHARS));
+    rest = rest.slice(MAX_LINE_CHARS);
+  }
+  return rest;
+}
+
+/**
+ * `emitUnfinished` over bytes (a pipe read as bytes, so an unfinished line can be handed over
+ * exactly): the bytes of a character not yet complete stay behind as they are.
+ */
+export function emitUnfinishedBytes(buf: Uint8Array, mask: SecretMasker, emit: (line: string) => void): Uint8Array {
+  if (buf.length <= MAX_LINE_CHARS + mask.reach) return buf;
+  let end = buf.length;
+  while (end > 0 && (buf[end - 1]! & 0xc0) === 0x80) end--;
+  if (end > 0 && buf[end - 1]! >= 0xc0) end--;
+  const rest = new TextEncoder().encode(emitUnfinished(new TextDecoder().decode(buf.subarray(0, end)), mask, emit));
+  const out = new Uint8Array(rest.length + buf.length - end);
+  out.set(rest);
+  out.set(buf.subarray(end), rest.length);
+  return out;
+}
+
+async function pump(stream: ReadableStream<Uint8Array>, mask: SecretMasker, emit: (line: string) => void): Promise<void> {
   const decoder = new TextDecoder();
   let buf = "";
   const flush = (final: boolean) => {
     let i: number;
     while ((i = buf.indexOf("\n")) >= 0) {
-      let line = buf.slice(0, i);
+      const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
-      if (line.endsWith("\r")) line = line.slice(0, -1);
-      while (line.length > MAX_LINE_CHARS) {
-        emit(line.slice(0, MAX_LINE_CHARS));
-        line = line.slice(MAX_LINE_CHARS);
-      }
-      emit(line);
+      emitLine(line.endsWith("\r") ? line.slice(0, -1) : line, mask, emit);
     }
-    while (buf.length > MAX_LINE_CHARS) {
-      emit(buf.slice(0, MAX_LINE_CHARS));
-      buf = buf.slice(MAX_LINE_CHARS);
-    }
+    buf = emitUnfinished(buf, mask, emit);
     if (final && buf !== "") {
-      emit(buf);
+      emitLine(buf, mask, emit);
       buf = "";
     }
   };
@@ -196,8 +213,8 @@ export function startCommand(spec: CommandSpec): RunningCommand {
     : null;
 
   const done = (async (): Promise<CommandResult> => {
-    const out = pump(proc.stdout as ReadableStream<Uint8Array>, (l) => spec.onLine("stdout", l));
-    const err = pump(proc.stderr as ReadableStream<Uint8Array>, (l) => spec.onLine("stderr", l));
+    const out = pump(proc.stdout as ReadableStream<Uint8Array>, spec.mask ?? NO_MASK, (l) => spec.onLine("stdout", l));
+    const err = pump(proc.stderr as ReadableStream<Uint8Array>, spec.mask ?? NO_MASK, (l) => spec.onLine("stderr", l));
     const exitCode = await proc.exited;
     // Anything the command left in the background would hold the pipes open: end the group.
     group.signalGroup("SIGKILL");

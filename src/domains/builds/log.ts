@@ -17,7 +17,7 @@ import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { Core } from "../../core/core";
 import { tx, type Tx } from "../../core/db/client";
 import { iso } from "../../core/clock";
-import { secretMasker } from "../../adapters/runtime/process";
+import { secretMasker } from "../../core/secret-mask";
 import { SecretLineFilter } from "../../core/secret-redact";
 import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
 import { buildLogLines, builds } from "./tables";
