@@ -18,6 +18,8 @@ import { findSandboxTools } from "../../src/adapters/sandbox/users";
 const PIDS = 64;
 const PTRACE_NR = process.arch === "arm64" ? 117 : 101;
 const MOUNT_NR = process.arch === "arm64" ? 40 : 165;
+/** io_uring_setup ("fd" when it made a ring), then io_uring_enter and io_uring_register on fd -1 (EBADF when allowed): the same numbers on x86_64 and aarch64. */
+const IO_URING = `perl -e '$p = "\\0" x 120; $r = syscall(425, 4, $p); print "io_uring_setup=" . ($r < 0 ? "-1 errno=" . ($!+0) : "fd") . "\\n"; $r = syscall(426, -1, 0, 0, 0, 0, 0); print "io_uring_enter errno=" . ($!+0) . "\\n"; $r = syscall(427, -1, 0, 0, 0); print "io_uring_register errno=" . ($!+0) . "\\n"'`;
 const TMP_MB = 16;
 const DISK_MB = 64;
 
@@ -45,6 +47,7 @@ const BRANCHES: Record<string, string[]> = {
     "unshare -r mount -t tmpfs none /tmp; echo unshare-mount=$?",
     `perl -e '$r = syscall(${PTRACE_NR}, 0, 0, 0, 0); print "ptrace=$r errno=" . ($!+0) . "\\n"'`,
     `perl -e 'my ($s, $t, $f) = ("none", "/tmp", "tmpfs"); $r = syscall(${MOUNT_NR}, $s, $t, $f, 0, 0); print "mount=$r errno=" . ($!+0) . "\\n"'`,
+    IO_URING,
   ],
   // 100 MiB into the checkout with OPS_BUILD_MAX_DISK_MB=64.
   "disk-full": [...dist, "head -c 104857600 /dev/zero > big.bin"],
@@ -125,7 +128,7 @@ describe("/tmp (OPS_SANDBOX_TMP_MB)", () => {
 });
 
 describe("seccomp and no_new_privs", () => {
-  test("a build runs with no_new_privs under a filter; unshare -r, ptrace and mount fail with EPERM", async () => {
+  test("a build runs with no_new_privs under a filter; unshare -r, ptrace, mount and io_uring fail with EPERM", async () => {
     const b = await getBuild(w, ids.seccomp!);
     const log = await logText(w, b.id);
     expect(b.status).toBe("healthy");
@@ -136,14 +139,17 @@ describe("seccomp and no_new_privs", () => {
     expect(log).toContain("unshare-mount=1");
     expect(log).toContain("ptrace=-1 errno=1");
     expect(log).toContain("mount=-1 errno=1");
+    expect(log).toContain("io_uring_setup=-1 errno=1");
+    expect(log).toContain("io_uring_enter errno=1");
+    expect(log).toContain("io_uring_register errno=1");
   });
 
-  test("control: without the filter, the same sandbox lets unshare -r and ptrace through (so the test above can fail)", () => {
+  test("control: without the filter, the same sandbox lets unshare -r, ptrace and io_uring through (so the test above can fail)", () => {
     const tools = findSandboxTools();
     if (typeof tools === "string") throw new Error(tools);
-    const argv = sandboxArgv(tools, { mounts: [], chdir: "/", seccomp: false }, ["/bin/sh", "-c", `unshare -r true; echo unshare=$?; perl -e '$r = syscall(${PTRACE_NR}, 0, 0, 0, 0); print "ptrace=$r\\n"'`]);
+    const argv = sandboxArgv(tools, { mounts: [], chdir: "/", seccomp: false }, ["/bin/sh", "-c", `unshare -r true; echo unshare=$?; perl -e '$r = syscall(${PTRACE_NR}, 0, 0, 0, 0); print "ptrace=$r\\n"'; ${IO_URING}`]);
     const p = Bun.spawnSync(argv, { env: { PATH: "/usr/bin:/bin" } });
-    expect(p.stdout.toString()).toBe("unshare=0\nptrace=0\n");
+    expect(p.stdout.toString()).toMatch(/^unshare=0\nptrace=0\nio_uring_setup=fd\nio_uring_enter errno=9\nio_uring_register errno=(9|22)\n$/);
   });
 });
 

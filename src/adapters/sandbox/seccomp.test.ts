@@ -56,6 +56,11 @@ for (const arch of ["x64", "arm64"] as const) {
       expect(decide(arch, { nr: nr.unshare!, arg0: 0x400 /* CLONE_FILES */ })).toBe(RET.allow);
     });
 
+    test("io_uring (setup, enter, register) is refused with EPERM, as in Docker's current profile (decision 0510)", () => {
+      for (const name of ["io_uring_setup", "io_uring_enter", "io_uring_register"]) expect([name, nr[name] !== undefined && decide(arch, { nr: nr[name]! })]).toEqual([name, RET.eperm]);
+      expect([nr.io_uring_setup, nr.io_uring_enter, nr.io_uring_register]).toEqual([425, 426, 427]);
+    });
+
     test("a syscall of another architecture kills the process", () => {
       expect(decide(arch, { nr: 0, arch: 0x40000003 /* i386 */ })).toBe(RET.kill);
     });

@@ -3,7 +3,8 @@
  * default profile: the syscalls a build or an app has no use for and that widen the kernel's
  * attack surface or reach outside the sandbox return EPERM — mounts, new namespaces (a user
  * namespace inside the sandbox is how `unshare -r` gets root-like powers), ptrace, kernel modules,
- * kexec, bpf, keyrings, perf, handle-based opens, userfaultfd, setns, swap, reboot, the clock.
+ * kexec, bpf, keyrings, perf, handle-based opens, userfaultfd, setns, swap, reboot, the clock,
+ * and io_uring (decision 0510: its requests run in kernel workers that seccomp never sees).
  * `clone3` answers ENOSYS (its flags live in memory a filter cannot read), so libc falls back to
  * `clone`, whose flags are checked like `unshare`'s. A syscall of another architecture (i386 or
  * x32 on an x86_64 host) kills the process: the table below would not name it rightly.
@@ -20,7 +21,7 @@ import { JOIN_SHELL } from "./cgroups";
 
 export type SeccompArch = "x64" | "arm64";
 
-/** The syscalls denied with EPERM, by name (decision 0229). */
+/** The syscalls denied with EPERM, by name (decisions 0229, 0510). */
 export const DENIED = [
   "mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
   "setns", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
@@ -29,6 +30,7 @@ export const DENIED = [
   "acct", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "syslog", "quotactl", "quotactl_fd",
   "lookup_dcookie", "vhangup", "nfsservctl", "iopl", "ioperm", "uselib", "ustat", "sysfs", "_sysctl",
   "create_module", "get_kernel_syms", "query_module",
+  "io_uring_setup", "io_uring_enter", "io_uring_register",
 ] as const;
 
 /** Syscall numbers (Linux uapi: asm/unistd_64.h for x86_64, asm-generic/unistd.h for aarch64); absent where the architecture has none. */
@@ -41,6 +43,7 @@ export const SYSCALLS: Record<SeccompArch, Record<string, number>> = {
     acct: 163, settimeofday: 164, clock_settime: 227, clock_adjtime: 305, adjtimex: 159, syslog: 103, quotactl: 179, quotactl_fd: 443,
     lookup_dcookie: 212, vhangup: 153, nfsservctl: 180, iopl: 172, ioperm: 173, uselib: 134, ustat: 136, sysfs: 139, _sysctl: 156,
     create_module: 174, get_kernel_syms: 177, query_module: 178,
+    io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     clone: 56, clone3: 435, unshare: 272,
   },
   arm64: {
@@ -50,6 +53,7 @@ export const SYSCALLS: Record<SeccompArch, Record<string, number>> = {
     bpf: 280, perf_event_open: 241, userfaultfd: 282, keyctl: 219, add_key: 217, request_key: 218, open_by_handle_at: 265, name_to_handle_at: 264,
     acct: 89, settimeofday: 170, clock_settime: 112, clock_adjtime: 266, adjtimex: 171, syslog: 116, quotactl: 60, quotactl_fd: 443,
     lookup_dcookie: 18, vhangup: 58, nfsservctl: 42,
+    io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     clone: 220, clone3: 435, unshare: 97,
   },
 };
