@@ -1,14 +1,17 @@
 /**
  * `/mcp` against hostile requests, before and after a session exists: no credential, the console
- * cookie, another credential presenting a session id, malformed and oversized bodies, a revoked
- * token, and the per-credential session bound. Requests are sent by hand where the SDK's client
- * would refuse to send them.
+ * cookie, another credential presenting a session id, a page of another origin (DNS rebinding),
+ * malformed and oversized bodies, a revoked token, and the session bounds (per credential, per
+ * person, in all: nobody's sessions make room for another person's). Requests are sent by hand
+ * where the SDK's client would refuse to send them.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "../../../test/harness";
-import { makePerson, makeProject, mintToken, type Person } from "../../../test/fixtures";
+import { makeMachine, makePerson, makeProject, mintToken, type Person } from "../../../test/fixtures";
 import { connectHttp, ok } from "../../../test/mcp-fixtures";
-import { MAX_SESSIONS_PER_CREDENTIAL, SESSION_IDLE_MS, sessionsOf } from "./sessions";
+import { tx } from "../../core/db/client";
+import { fixedRole, insertToken } from "../access/service";
+import { closeAllSessions, MAX_SESSIONS, MAX_SESSIONS_PER_CREDENTIAL, MAX_SESSIONS_PER_OPERATOR, SESSION_IDLE_MS, sessionsOf } from "./sessions";
 
 let t: TestApp;
 let dev: Person;
@@ -26,6 +29,12 @@ async function open(token: string): Promise<string> {
   const id = res.headers.get("mcp-session-id");
   expect(id).toBeTruthy();
   return id as string;
+}
+
+/** `n` more viewer tokens of the machine `operatorId`, pinned to the test's project. */
+function extraTokens(operatorId: string, n: number): string[] {
+  const projectId = t.core.access.findProject(project)!.id;
+  return Array.from({ length: n }, (_, i) => tx(t.core.db, (q) => insertToken(t.core, q, { operatorId, name: `extra ${i}`, kind: "mcp", role: fixedRole(t.core, "viewer"), projectId, expiresAt: null }).secret));
 }
 
 function post(token: string | null, body: BodyInit, extra: Record<string, string> = {}) {
@@ -64,6 +73,36 @@ describe("who may open and use a session", () => {
     const mine = await post(dev.session, listTools, { "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" });
     expect(mine.status).toBe(200);
     expect(await mine.text()).toContain("list_builds");
+  });
+
+  test("a browser Origin other than ops's own is refused (403, audited), a rebinding Host included; no Origin and ops's own pass", async () => {
+    const before = sessionsOf(t.core).size;
+    const denied = () => (t.core.sqlite.query("SELECT count(*) AS n FROM audit_log WHERE operator_id = ? AND outcome = 'denied' AND action = 'mcp.request'").get(dev.operator.id) as { n: number }).n;
+    const rows = denied();
+    // DNS rebinding: the attacker's name resolves to ops, so the page's Origin and the Host agree.
+    const origins: Array<Record<string, string>> = [{ origin: "http://evil.example" }, { origin: "http://evil.example", host: "evil.example" }, { origin: "null" }, { origin: t.url.replace("127.0.0.1", "localhost") }];
+    for (const extra of origins) {
+      const res = await post(dev.session, initialize(), extra);
+      const body = await expectStatus(res, 403);
+      expect(body).toMatchObject({ jsonrpc: "2.0", id: null, error: { data: { error: "forbidden", status: 403 } } });
+    }
+    expect(sessionsOf(t.core).size).toBe(before);
+    expect(denied()).toBe(rows + 4);
+    // A session opened without an Origin (a CLI client) is not usable from a page either.
+    const id = await open(dev.session);
+    const hostile = await post(dev.session, listTools, { "mcp-session-id": id, origin: "http://evil.example" });
+    expect(hostile.status).toBe(403);
+    await hostile.text();
+    const stream = await fetch(`${t.url}/mcp`, { headers: { accept: "text/event-stream", authorization: `Bearer ${dev.session}`, "mcp-session-id": id, origin: "http://evil.example" } });
+    expect(stream.status).toBe(403);
+    await stream.text();
+    const end = await fetch(`${t.url}/mcp`, { method: "DELETE", headers: { authorization: `Bearer ${dev.session}`, "mcp-session-id": id, origin: "http://evil.example" } });
+    expect(end.status).toBe(403);
+    await end.text();
+    expect(sessionsOf(t.core).has(id)).toBe(true);
+    const own = await post(dev.session, listTools, { "mcp-session-id": id, origin: t.url });
+    expect(own.status).toBe(200);
+    await own.text();
   });
 
   test("without a session, only an initialize is taken", async () => {
@@ -134,6 +173,53 @@ describe("bounds", () => {
     expect(first.status).toBe(404);
     await first.text();
   });
+
+  test("a member with many tokens never closes another person's session: past their own bound they close only their own", async () => {
+    const victim = await makePerson(t, [{ role: "viewer", project }]);
+    const kept = await open(victim.session);
+    const hostile = await makePerson(t, [{ role: "viewer", project }]);
+    const tokens = Array.from({ length: MAX_SESSIONS / MAX_SESSIONS_PER_CREDENTIAL + 1 }, (_, i) => mintToken(t, hostile.principal, { role: "viewer", project, kind: "mcp", name: `flood ${i}` }));
+    for (const token of tokens) {
+      for (let i = 0; i < MAX_SESSIONS_PER_CREDENTIAL; i++) {
+        await open(token);
+        t.clock.advance(1);
+      }
+    }
+    expect(sessionsOf(t.core).has(kept)).toBe(true);
+    const still = await post(victim.session, listTools, { "mcp-session-id": kept });
+    expect(still.status).toBe(200);
+    await still.text();
+    const held = [...sessionsOf(t.core).values()].filter((s) => s.operatorId === hostile.operator.id).length;
+    expect(held).toBe(MAX_SESSIONS_PER_OPERATOR);
+  }, 60_000);
+
+  test(`at ${MAX_SESSIONS} sessions in all a new one is refused (503, audited), and nobody's session is closed for it`, async () => {
+    await closeAllSessions(t.core);
+    const filler = Math.ceil(MAX_SESSIONS / MAX_SESSIONS_PER_OPERATOR);
+    const opened: string[] = [];
+    for (let m = 0; m < filler; m++) {
+      const machine = await makeMachine(t, [{ role: "viewer", project }]);
+      for (const token of [machine.token, ...extraTokens(machine.operator.id, MAX_SESSIONS_PER_OPERATOR / MAX_SESSIONS_PER_CREDENTIAL - 1)]) {
+        for (let i = 0; i < MAX_SESSIONS_PER_CREDENTIAL && opened.length < MAX_SESSIONS; i++) {
+          opened.push(await open(token));
+          t.clock.advance(1);
+        }
+      }
+    }
+    expect(sessionsOf(t.core).size).toBe(MAX_SESSIONS);
+    const late = await makePerson(t, [{ role: "viewer", project }]);
+    const res = await post(late.session, initialize());
+    const body = await expectStatus(res, 503);
+    expect(body.error.data.error).toBe("unavailable");
+    expect(res.headers.get("retry-after")).toBeTruthy();
+    expect([...sessionsOf(t.core).keys()].sort()).toEqual(opened.sort());
+    const audit = t.core.sqlite.query("SELECT reason FROM audit_log WHERE operator_id = ? AND outcome = 'denied' AND action = 'mcp.request'").all(late.operator.id) as Array<{ reason: string }>;
+    expect(audit.map((a) => a.reason)).toEqual([`ops holds ${MAX_SESSIONS} MCP sessions, its maximum`]);
+    // An idle hour frees the room again.
+    t.clock.advance(SESSION_IDLE_MS + 1);
+    await open(late.session);
+    expect(sessionsOf(t.core).size).toBe(1);
+  }, 60_000);
 
   test("an hour without a request ends a session", async () => {
     const id = await open(dev.session);

@@ -2,33 +2,61 @@
  * `/mcp`: the Streamable HTTP transport (POST messages, GET the server's stream, DELETE a session).
  * Authentication is the API's: `Authorization: Bearer` with a session bearer or a minted token,
  * resolved by the kernel on every request; the console's cookie opens nothing here (a page on
- * another site could make a browser send it). Errors are JSON-RPC error bodies (errorStyle).
+ * another site could make a browser send it), and a browser's request from any origin but ops's
+ * own is refused (the transport's rule against DNS rebinding). Errors are JSON-RPC error bodies
+ * (errorStyle); refusals are audited as `mcp.request`.
  */
 import { Elysia, t } from "elysia";
 import type { Core, ErrorStyle } from "../../core/core";
 import { authzPlugin, type AuthContext } from "../../core/authz/plugin";
 import { OpsError, type NormalisedError } from "../../core/errors";
+import { writeAudit } from "../../core/audit";
+import { actorOf } from "../../core/authz/principal";
 import { buildServer } from "./server";
-import { findSession, openSession, closeSession, ownerOf } from "./sessions";
+import { findSession, openSession, closeSession, ownerOf, SessionRefused } from "./sessions";
 import type { Caller } from "./tool-kit";
 
 const isInitialize = (body: unknown) => !!body && typeof body === "object" && !Array.isArray(body) && (body as { method?: unknown }).method === "initialize";
 
 type BunServer = { timeout?(request: Request, seconds: number): void } | null;
 
+function refused(core: Core, auth: AuthContext, reason: string): void {
+  writeAudit(core, core.db, { ...actorOf(auth.principal, auth.meta), action: "mcp.request", target: "/mcp", outcome: "denied", reason });
+}
+
+/**
+ * MCP's Streamable HTTP transport: servers must validate `Origin` against DNS rebinding. A browser
+ * sends one; a client that is not a browser (the CLI, an editor's MCP client) sends none. Only ops's
+ * own public origin passes: not the Host the request named, as the console's cookie check allows,
+ * since under DNS rebinding the attacker's name is both the page's origin and the Host. Decision
+ * docs/decisions/0540-mcp-origin.md.
+ */
+function assertOwnOrigin(core: Core, request: Request, auth: AuthContext): void {
+  const origin = request.headers.get("origin");
+  if (origin === null || origin === new URL(core.config.publicUrl).origin) return;
+  refused(core, auth, `browser Origin ${JSON.stringify(origin.slice(0, 100))} is not this server's`);
+  throw new OpsError("forbidden", "MCP requests from a web page of another origin are refused; an MCP client sends no Origin header.");
+}
+
 async function handle(core: Core, request: Request, body: unknown, auth: AuthContext, server: BunServer): Promise<Response> {
   const principal = auth.principal;
   if (principal.viaCookie) throw new OpsError("unauthorized", "Send a token in Authorization: Bearer; the console's cookie does not open MCP sessions.");
+  assertOwnOrigin(core, request, auth);
   const caller: Caller = { principal, meta: auth.meta };
   const authInfo = { token: "", clientId: ownerOf(principal), scopes: [...(principal.tokenScopes ?? [])], extra: { caller } };
   const parsedBody = request.method === "POST" ? body : undefined;
   const id = request.headers.get("mcp-session-id");
   if (id === null) {
     if (request.method !== "POST" || !isInitialize(body)) throw new OpsError("bad_request", "No MCP session: send an initialize request first (without Mcp-Session-Id).");
-    const session = await openSession(core, caller, (s) => buildServer(core, s), core.config.maxBodyBytes);
-    const res = await session.transport.handleRequest(request, { parsedBody, authInfo });
-    if (!session.id) await closeSession(core, session);
-    return res;
+    const session = await openSession(core, caller, (s) => buildServer(core, s), core.config.maxBodyBytes).catch((e) => {
+      if (e instanceof SessionRefused) refused(core, auth, e.reason);
+      throw e;
+    });
+    try {
+      return await session.transport.handleRequest(request, { parsedBody, authInfo });
+    } finally {
+      if (!session.id) await closeSession(core, session);
+    }
   }
   const session = await findSession(core, id, principal);
   if (!session) throw new OpsError("not_found", "No such MCP session (it ended, or belongs to another credential): initialize a new one.");
@@ -68,18 +96,18 @@ export function mcpRoutes(core: Core) {
       body: MessageBody,
       headers: SessionHeaders,
       detail: detail("Send MCP messages (initialize opens a session)"),
-      response: { 200: Stream, 202: t.Void(), 400: RpcError, 401: RpcError, 404: RpcError, 406: RpcError, 413: RpcError, 415: RpcError },
+      response: { 200: Stream, 202: t.Void(), 400: RpcError, 401: RpcError, 403: RpcError, 404: RpcError, 406: RpcError, 413: RpcError, 415: RpcError, 503: RpcError },
     })
     .get("/mcp", ({ auth, request, server }) => handle(core, request, undefined, auth, server as BunServer), {
       permission: "authenticated",
       headers: SessionHeaders,
       detail: detail("The session's server-to-client stream (resource updates)"),
-      response: { 200: Stream, 400: RpcError, 401: RpcError, 404: RpcError, 405: RpcError, 406: RpcError },
+      response: { 200: Stream, 400: RpcError, 401: RpcError, 403: RpcError, 404: RpcError, 405: RpcError, 406: RpcError },
     })
     .delete("/mcp", ({ auth, request, server }) => handle(core, request, undefined, auth, server as BunServer), {
       permission: "authenticated",
       headers: SessionHeaders,
       detail: detail("End a session"),
-      response: { 200: t.Unknown(), 400: RpcError, 401: RpcError, 404: RpcError },
+      response: { 200: t.Unknown(), 400: RpcError, 401: RpcError, 403: RpcError, 404: RpcError },
     });
 }

@@ -5,18 +5,22 @@
  * leaked session id alone is worth nothing. Every request authenticates again, so a revoked token
  * is refused at once (its sessions then only wait to idle out).
  *
- * Bounded: at most 8 sessions per credential and 512 in all (the least recently used one is closed
- * to make room), an hour without a request closes one, and a session follows at most 32
- * subscriptions. Subscriptions are polled once a second while a session has any.
+ * Bounded: at most 8 sessions per credential and 32 per operator (past either, that credential's or
+ * operator's own least recently used session is closed to make room), 512 in all (past that a new
+ * session is refused: nobody's session is closed to make room for another's), an hour without a
+ * request closes one, and a session follows at most 32 subscriptions. Subscriptions are polled once
+ * a second while a session has any. Decision: docs/decisions/0541-mcp-session-bounds.md.
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import type { Core } from "../../core/core";
+import { coreLocal, type Core } from "../../core/core";
 import type { Principal } from "../../core/authz/principal";
 import { uuidv7 } from "../../core/ids";
+import { OpsError } from "../../core/errors";
 import type { Caller } from "./tool-kit";
 
 export const MAX_SESSIONS_PER_CREDENTIAL = 8;
+export const MAX_SESSIONS_PER_OPERATOR = 32;
 export const MAX_SESSIONS = 512;
 export const SESSION_IDLE_MS = 60 * 60_000;
 export const MAX_SUBSCRIPTIONS = 32;
@@ -33,6 +37,8 @@ export interface McpSession {
   id: string;
   /** The credential that opened the session. */
   owner: string;
+  /** The operator (person or machine) that credential belongs to. */
+  operatorId: string;
   transport: WebStandardStreamableHTTPServerTransport;
   server: Server;
   lastSeen: number;
@@ -44,9 +50,12 @@ export interface McpSession {
 const KEY = "mcp.sessions";
 
 export function sessionsOf(core: Core): Map<string, McpSession> {
-  let m = core.locals.get(KEY) as Map<string, McpSession> | undefined;
-  if (!m) core.locals.set(KEY, (m = new Map()));
-  return m;
+  return coreLocal<Map<string, McpSession>>(core, KEY, () => new Map());
+}
+
+/** Sessions whose initialize is still being handled: counted against the bounds, not yet listed. */
+function openingOf(core: Core): Set<McpSession> {
+  return coreLocal<Set<McpSession>>(core, "mcp.opening", () => new Set());
 }
 
 /** The credential a principal authenticated with: a minted token's id, else the session's. */
@@ -59,26 +68,58 @@ export async function closeSession(core: Core, s: McpSession): Promise<void> {
   if (s.closed) return;
   s.closed = true;
   sessionsOf(core).delete(s.id);
+  openingOf(core).delete(s);
   if (s.poller) clearInterval(s.poller);
   s.poller = null;
   s.subscriptions.clear();
   try {
-    await s.server.close();
+    await s.server?.close();
   } catch (e) {
     core.log.warn("mcp session did not close cleanly", { err: (e as Error).message });
   }
 }
 
-/** Close idle sessions, then make room for one more session of `owner`. */
-async function makeRoom(core: Core, owner: string): Promise<void> {
+/** A session that cannot be opened now (503); `reason` is for the audit row the route writes. */
+export class SessionRefused extends OpsError {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super("unavailable", message, undefined, { headers: { "retry-after": "60" } });
+  }
+}
+
+/**
+ * Close idle sessions, then make room for one more session of `owner` (of `operatorId`) among its
+ * own sessions only, and reserve it. Everything after the idle sweep is synchronous, so concurrent
+ * initializes cannot both take the last place; closing removes a session from the lists at once.
+ */
+async function makeRoom(core: Core, session: McpSession): Promise<void> {
   const all = sessionsOf(core);
+  const opening = openingOf(core);
   const now = core.clock.now();
   for (const s of [...all.values()]) if (now - s.lastSeen > SESSION_IDLE_MS) await closeSession(core, s);
-  const byAge = (list: McpSession[]) => list.sort((a, b) => a.lastSeen - b.lastSeen);
-  const own = byAge([...all.values()].filter((s) => s.owner === owner));
-  while (own.length >= MAX_SESSIONS_PER_CREDENTIAL) await closeSession(core, own.shift() as McpSession);
-  const every = byAge([...all.values()]);
-  while (every.length >= MAX_SESSIONS) await closeSession(core, every.shift() as McpSession);
+  const closing: Promise<void>[] = [];
+  const oldest = (list: McpSession[]) => list.reduce((a, b) => (b.lastSeen < a.lastSeen ? b : a));
+  for (const [bound, same] of [
+    [MAX_SESSIONS_PER_CREDENTIAL, (s: McpSession) => s.owner === session.owner],
+    [MAX_SESSIONS_PER_OPERATOR, (s: McpSession) => s.operatorId === session.operatorId],
+  ] as const) {
+    const listed = [...all.values()].filter(same);
+    let count = listed.length + [...opening].filter(same).length;
+    while (count >= bound && listed.length > 0) {
+      const victim = oldest(listed);
+      listed.splice(listed.indexOf(victim), 1);
+      closing.push(closeSession(core, victim));
+      count--;
+    }
+    if (count >= bound) throw new SessionRefused(`${bound} MCP sessions of this ${bound === MAX_SESSIONS_PER_CREDENTIAL ? "credential" : "operator"} are still opening`, "Too many of your MCP sessions are opening at once; try again in a moment.");
+  }
+  if (all.size + opening.size >= MAX_SESSIONS) {
+    throw new SessionRefused(`ops holds ${MAX_SESSIONS} MCP sessions, its maximum`, `ops holds ${MAX_SESSIONS} MCP sessions, as many as it keeps; try again later (idle sessions end after an hour).`);
+  }
+  opening.add(session);
+  await Promise.all(closing);
 }
 
 /**
@@ -86,20 +127,25 @@ async function makeRoom(core: Core, owner: string): Promise<void> {
  * the transport has handled the initialize request (the SDK calls back with its id).
  */
 export async function openSession(core: Core, caller: Caller, build: (session: McpSession) => Server, maxBodyBytes: number): Promise<McpSession> {
-  const owner = ownerOf(caller.principal);
-  await makeRoom(core, owner);
-  const session = { owner, lastSeen: core.clock.now(), subscriptions: new Map(), poller: null, closed: false } as unknown as McpSession;
+  const session = { owner: ownerOf(caller.principal), operatorId: caller.principal.operatorId, lastSeen: core.clock.now(), subscriptions: new Map(), poller: null, closed: false } as unknown as McpSession;
+  await makeRoom(core, session);
   session.transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => uuidv7(core.clock.now()),
     onsessioninitialized: (id) => {
       session.id = id;
+      openingOf(core).delete(session);
       sessionsOf(core).set(id, session);
     },
     onsessionclosed: () => closeSession(core, session),
     maxRequestBodySize: maxBodyBytes,
   });
-  session.server = build(session);
-  await session.server.connect(session.transport);
+  try {
+    session.server = build(session);
+    await session.server.connect(session.transport);
+  } catch (e) {
+    openingOf(core).delete(session);
+    throw e;
+  }
   return session;
 }
 
@@ -116,5 +162,5 @@ export async function findSession(core: Core, id: string, principal: Principal):
 
 /** Close every session of `core` (ops shutting down). */
 export async function closeAllSessions(core: Core): Promise<void> {
-  for (const s of [...sessionsOf(core).values()]) await closeSession(core, s);
+  for (const s of [...sessionsOf(core).values(), ...openingOf(core)]) await closeSession(core, s);
 }
