@@ -3,6 +3,11 @@
  * it. Approval runs the over-carry rule (`assertMintable`) against the approver as they call, and
  * stores the role's permission snapshot; the token itself is minted when the client redeems.
  * Approvals and denials are audited (`device.approve`, `device.deny`) and raise no notification.
+ *
+ * Every use of a user code by a person (lookup, approval, denial) counts against one per-person
+ * limit, and lookups also against the spec's per-address one (RFC 8628 §5.1: user codes are short,
+ * so guessing is throttled wherever a code is taken). A throttled use is audited as denied.
+ * Decision: docs/decisions/0542-device-decisions-rate-limited.md.
  */
 import { eq } from "drizzle-orm";
 import type { Core } from "../../core/core";
@@ -21,6 +26,8 @@ import type { DeviceApproveBody, DeviceGrantResponse, DeviceRoleOption } from ".
 
 /** Lookups: at most 20 per minute per address (user codes are short; RFC 8628 §5.1). */
 export const LOOKUP_LIMIT = { count: 20, windowMs: 60_000 } as const;
+/** Lookups, approvals and denials together: at most 20 per minute per person. */
+export const CODE_USE_LIMIT = { count: 20, windowMs: 60_000 } as const;
 /** Preselected role, in order of preference, when the approver may mint it. */
 const DEFAULT_ROLE_PREFERENCE = ["developer", "viewer"];
 
@@ -37,9 +44,24 @@ function grantOr404(core: Core, userCode: string): DeviceGrantRow {
   return row;
 }
 
-/** The grant behind `userCode`, with the roles the caller could approve it with (throttled per address). */
+/**
+ * Count one use of a user code by `auth`'s person (and, for lookups, from its address); past a
+ * limit, audit the refusal as a denied `action` and throw the 429.
+ */
+function throttle(core: Core, auth: AuthContext, action: "device.lookup" | "device.approve" | "device.deny"): void {
+  try {
+    if (action === "device.lookup") takeRate(core, "lookup", auth.meta.ip, LOOKUP_LIMIT.count, LOOKUP_LIMIT.windowMs, "Too many code lookups from this address; wait a minute and try again.");
+    takeRate(core, "code-use", auth.principal.operatorId, CODE_USE_LIMIT.count, CODE_USE_LIMIT.windowMs, "Too many device codes tried; wait a minute and try again.");
+  } catch (e) {
+    const reason = `rate limited: more than ${CODE_USE_LIMIT.count} device codes a minute`;
+    writeAudit(core, core.db, { ...actorOf(auth.principal, auth.meta), action, target: "device-grant", outcome: "denied", reason });
+    throw e;
+  }
+}
+
+/** The grant behind `userCode`, with the roles the caller could approve it with (throttled per address and per person). */
 export function getDeviceGrant(core: Core, userCode: string, auth: AuthContext): DeviceGrantResponse {
-  takeRate(core, "lookup", auth.meta.ip, LOOKUP_LIMIT.count, LOOKUP_LIMIT.windowMs, "Too many code lookups from this address; wait a minute and try again.");
+  throttle(core, auth, "device.lookup");
   const row = grantOr404(core, userCode);
   const principal = auth.principal;
   const requested = row.requestedProject ? core.access.findProject(row.requestedProject) : null;
@@ -92,6 +114,7 @@ function assertUndecided(row: DeviceGrantRow, now: number): void {
  * denied `device.approve`, like a refused mint.
  */
 export function approveDeviceGrant(core: Core, userCode: string, body: DeviceApproveBody, auth: AuthContext): void {
+  throttle(core, auth, "device.approve");
   const principal = auth.principal;
   const actor = actorOf(principal, auth.meta);
   const code = normaliseUserCode(userCode);
@@ -135,6 +158,7 @@ export function approveDeviceGrant(core: Core, userCode: string, body: DeviceApp
 
 /** Deny the grant: the polling client gets `access_denied`. */
 export function denyDeviceGrant(core: Core, userCode: string, auth: AuthContext): void {
+  throttle(core, auth, "device.deny");
   const found = grantOr404(core, userCode);
   tx(core.db, (t) => {
     const row = t.select().from(deviceGrants).where(eq(deviceGrants.id, found.id)).get() ?? found;

@@ -340,6 +340,31 @@ describe("POST /api/v1/auth/device/{user_code}/approve", () => {
   });
 });
 
+describe("guessing codes through approve and deny", () => {
+  test("429 past 20 uses of user codes a minute per person (approve and deny count with lookups), audited; another person is not held up", async () => {
+    const guesser = await makeOwner(t);
+    const other = await makeOwner(t);
+    const viewer = fixedRole(t.core, "viewer").id;
+    const s = await start();
+    const guess = (i: number) => `BBBB-BB${USER_CODE_ALPHABET[i % USER_CODE_ALPHABET.length]}${USER_CODE_ALPHABET[Math.floor(i / USER_CODE_ALPHABET.length)]}`;
+    for (let i = 0; i < 10; i++) await expectStatus(await t.request("POST", `/api/v1/auth/device/${guess(i)}/approve`, { token: guesser.session, body: { role_id: viewer } }), 404);
+    for (let i = 10; i < 20; i++) await expectStatus(await t.request("POST", `/api/v1/auth/device/${guess(i)}/deny`, { token: guesser.session }), 404);
+    const approve = await t.request("POST", `/api/v1/auth/device/${guess(20)}/approve`, { token: guesser.session, body: { role_id: viewer } });
+    expect((await expectStatus(approve, 429)).error).toBe("rate_limited");
+    expect(approve.headers.get("retry-after")).not.toBeNull();
+    await expectStatus(await t.request("POST", `/api/v1/auth/device/${guess(21)}/deny`, { token: guesser.session }), 429);
+    await expectStatus(await t.request("GET", `/api/v1/auth/device/${guess(22)}`, { token: guesser.session }), 429);
+    // A real grant is not decided by a throttled caller.
+    await expectStatus(await t.request("POST", `/api/v1/auth/device/${s.user_code}/deny`, { token: guesser.session }), 429);
+    const denied = t.core.sqlite.query("SELECT action, reason FROM audit_log WHERE operator_id = ? AND outcome = 'denied' ORDER BY id").all(guesser.operator.id) as Array<{ action: string; reason: string }>;
+    expect(denied.map((r) => r.action)).toEqual(["device.approve", "device.deny", "device.lookup", "device.deny"]);
+    expect(denied[0].reason).toContain("rate limited");
+    await expectStatus(await t.request("POST", `/api/v1/auth/device/${s.user_code}/deny`, { token: other.session }), 204);
+    t.clock.advance(61_000);
+    await expectStatus(await t.request("POST", `/api/v1/auth/device/${guess(23)}/deny`, { token: guesser.session }), 404);
+  });
+});
+
 describe("POST /api/v1/auth/device/{user_code}/deny", () => {
   test("204, audited as device.deny", async () => {
     const owner = await makeOwner(t);

@@ -46,7 +46,7 @@ export function deviceRoutes(core: Core) {
     .get("/:user_code", ({ params, auth }) => getDeviceGrant(core, params.user_code, auth), {
       permission: "authenticated",
       params: UserCodeParams,
-      detail: { summary: "The login request behind a user code, with the roles the caller could approve it with" },
+      detail: { summary: "The login request behind a user code, with the roles the caller could approve it with; throttled per address and per person" },
       response: { 200: t.Ref("DeviceGrantResponse"), ...errors(401, 404, 429) },
     })
     .post(
@@ -59,8 +59,8 @@ export function deviceRoutes(core: Core) {
         permission: "authenticated",
         params: UserCodeParams,
         body: "DeviceApproveBody",
-        detail: { summary: "Approve a login request; the token goes only to the polling client" },
-        response: { 204: NoContent, ...errors(401, 403, 404, 409, 422) },
+        detail: { summary: "Approve a login request; the token goes only to the polling client; throttled per person" },
+        response: { 204: NoContent, ...errors(401, 403, 404, 409, 422, 429) },
       },
     )
     .post(
@@ -72,8 +72,8 @@ export function deviceRoutes(core: Core) {
       {
         permission: "authenticated",
         params: UserCodeParams,
-        detail: { summary: "Deny a login request" },
-        response: { 204: NoContent, ...errors(401, 404, 409) },
+        detail: { summary: "Deny a login request; throttled per person" },
+        response: { 204: NoContent, ...errors(401, 404, 409, 429) },
       },
     );
 }
