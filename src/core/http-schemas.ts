@@ -2,6 +2,7 @@
  * Schemas every domain's routes share in OpenAPI: the error body, and response maps for the
  * common statuses so each route lists what it can answer.
  */
+import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 
 export const ErrorBody = t.Object(
@@ -72,6 +73,21 @@ export function IntParam(opts: { minimum?: number; maximum?: number; description
     .Transform(t.String({ pattern: integerRangePattern(min, max), description: opts.description ?? `An integer ${range}`, error: `must be a whole number ${range}` }))
     .Decode((v) => Number(v))
     .Encode((v) => String(v));
+}
+
+/**
+ * An integer field of a JSON body: a JSON number without a fraction, never a numeric string.
+ * Elysia's `t.Integer` also takes `"3"` (it is made for text such as a query), so
+ * `{"build_id":"1"}` would reach the handler; the spec's integer fields take numbers only, and a
+ * refusal names the field and the bounds. `nullable` also admits `null`.
+ */
+export function BodyInt(opts: { minimum?: number; maximum?: number; description?: string; nullable?: boolean } = {}) {
+  const { nullable, description, ...bounds } = opts;
+  const range =
+    bounds.minimum !== undefined && bounds.maximum !== undefined ? ` from ${bounds.minimum} to ${bounds.maximum}` : bounds.minimum !== undefined ? ` of ${bounds.minimum} or more` : bounds.maximum !== undefined ? ` of ${bounds.maximum} or less` : "";
+  const error = `must be a whole number${range} (a JSON number, not text)${nullable ? ", or null" : ""}`;
+  const int = Type.Integer({ ...bounds, error, ...(nullable || description === undefined ? {} : { description }) });
+  return nullable ? t.Union([int, t.Null()], { error, ...(description === undefined ? {} : { description }) }) : int;
 }
 
 /**

@@ -1,6 +1,6 @@
 /** Schemas of tokens and the audit log (the spec's names). */
 import { t } from "elysia";
-import { IntParam } from "../../core/http-schemas";
+import { BodyInt, IntParam } from "../../core/http-schemas";
 
 const Uuid = t.String({ format: "uuid" });
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()]);
@@ -27,7 +27,7 @@ export const MintTokenBody = t.Object({
   role_id: Uuid,
   project: t.Optional(Nullable(t.String({ description: "null = acts wherever the operator may; a slug pins it" }))),
   kind: t.Optional(Nullable(t.Union([t.Literal("api"), t.Literal("cli"), t.Literal("mcp")], { description: "api (default), cli or mcp" }))),
-  expires_in_days: t.Optional(Nullable(t.Integer({ minimum: 0, maximum: 36500, description: "Omitted = OPS_TOKEN_TTL_DAYS (default 90); 0 = no expiry" }))),
+  expires_in_days: t.Optional(BodyInt({ minimum: 0, maximum: 36500, nullable: true, description: "Omitted = OPS_TOKEN_TTL_DAYS (default 90); 0 = no expiry" })),
 });
 export type MintTokenBody = typeof MintTokenBody.static;
 

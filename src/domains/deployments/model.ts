@@ -3,13 +3,13 @@
  * the types (`type X = typeof X.static`).
  */
 import { t } from "elysia";
-import { ErrorBody, IntParam } from "../../core/http-schemas";
+import { BodyInt, ErrorBody, IntParam } from "../../core/http-schemas";
 
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T, description?: string) => t.Optional(t.Union([s, t.Null()], description ? { description } : {}));
 
 export const DeployRequest = t.Object({
   digest: nullable(t.String({ maxLength: 200 }), "The manifest digest to roll to (`sha256:<hex>`), signed by the ops key"),
-  build_id: nullable(t.Integer({ minimum: 1 }), "The build whose pushed image is used"),
+  build_id: t.Optional(BodyInt({ minimum: 1, nullable: true, description: "The build whose pushed image is used" })),
 });
 export type DeployRequest = typeof DeployRequest.static;
 

@@ -2,6 +2,7 @@
  * Schemas of the device grant routes, named as in the spec. Schemas are the types.
  */
 import { t } from "elysia";
+import { BodyInt } from "../../core/http-schemas";
 
 const NullableString = t.Union([t.String(), t.Null()]);
 
@@ -78,7 +79,7 @@ export const DeviceGrantResponse = t.Object({
 export type DeviceGrantResponse = Omit<typeof DeviceGrantResponse.static, "roles"> & { roles: DeviceRoleOption[] };
 
 export const DeviceApproveBody = t.Object({
-  expires_in_days: t.Optional(t.Union([t.Integer({ minimum: 0, maximum: 36500 }), t.Null()], { description: "Omitted = OPS_TOKEN_TTL_DAYS (90); 0 = no expiry" })),
+  expires_in_days: t.Optional(BodyInt({ minimum: 0, maximum: 36500, nullable: true, description: "Omitted = OPS_TOKEN_TTL_DAYS (90); 0 = no expiry" })),
   name: t.Optional(t.Union([t.String({ maxLength: 100 }), t.Null()], { description: "Omitted = 'ops CLI on <client_name>'" })),
   project: t.Optional(t.Union([t.String(), t.Null()], { description: "null = acts wherever the approver may; a slug pins it" })),
   role_id: t.String({ format: "uuid", description: "Required; there is no default role" }),

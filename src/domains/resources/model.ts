@@ -3,7 +3,7 @@
  * types (`type X = typeof X.static`). The per-type spec schemas are in specs.ts (the catalog).
  */
 import { t } from "elysia";
-import { ErrorBody } from "../../core/http-schemas";
+import { BodyInt, ErrorBody } from "../../core/http-schemas";
 
 export const NAME_PATTERN = "^[a-z0-9][a-z0-9-]{0,62}$";
 export const NAME_RE = new RegExp(NAME_PATTERN);
@@ -39,7 +39,9 @@ export const CreateResourceRequest = t.Object({
 export const SetResourceRequest = t.Object({
   spec: t.Any(),
   version: t.Optional(
-    t.Union([t.Integer({ minimum: 0 }), t.Null()], {
+    BodyInt({
+      minimum: 0,
+      nullable: true,
       description: "Optimistic concurrency: the version the client last read (409 when it is not the current one); 0 = only if it does not exist yet",
     }),
   ),

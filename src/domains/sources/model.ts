@@ -3,7 +3,7 @@
  * spec), under the spec's names. Schemas are the types.
  */
 import { t } from "elysia";
-import { ErrorBody } from "../../core/http-schemas";
+import { BodyInt, ErrorBody } from "../../core/http-schemas";
 
 /** `owner/repo` as the spec checks it (422 otherwise). */
 export const REPO_PATTERN = "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$";
@@ -52,7 +52,7 @@ export type SourceResponse = typeof SourceResponse.static;
 
 export const CreateSourceRequest = t.Object({
   repo: t.String({ description: "`owner/repo` (built-in host: `<project>/<name>`, created when missing)" }),
-  installation_id: Nullable(t.Integer(), "Resolved from the host's installations by the repo's owner when absent"),
+  installation_id: t.Optional(BodyInt({ nullable: true, description: "Resolved from the host's installations by the repo's owner when absent" })),
 });
 
 export const SaveFileResponse = t.Object({

@@ -3,7 +3,7 @@
  * marked "(ops)" are additions the spec does not list; every field it lists is here as it says.
  */
 import { t } from "elysia";
-import { ErrorBody } from "../../core/http-schemas";
+import { BodyInt, ErrorBody } from "../../core/http-schemas";
 
 const Kind = t.Union([t.Literal("own"), t.Literal("estate"), t.Literal("package")], {
   description: "(ops) own: the project's; estate: composed by every project; package: follows a claimed package's versions",
@@ -71,7 +71,7 @@ export type BundleSummary = typeof BundleSummary.static;
 
 export const AttachRequest = t.Object(
   {
-    bundle: t.Integer({ description: "Package bundle id" }),
+    bundle: BodyInt({ description: "Package bundle id" }),
     version: t.String({ description: "Installed version of the package; a bump is the same call again" }),
   },
   { title: "AttachRequest" },
