@@ -74,13 +74,15 @@ export interface Config {
   readonly buildStepTimeoutSecs: number;
   /** Memory limit of a build's processes in MiB (0 = no limit). */
   readonly buildMemoryMb: number;
+  /** Memory limit of a job run's processes in MiB (0 = no limit). */
+  readonly jobMemoryMb: number;
   /** Processes (and threads) one sandbox may hold at once: builds, steps, job runs, replicas (0 = no limit). */
   readonly sandboxPids: number;
   /** Memory limit of a replica without `limits.memory_mb`, in MiB (0 = none). */
   readonly replicaMemoryMb: number;
   /** Size of a sandbox's /tmp tmpfs in MiB. */
   readonly sandboxTmpMb: number;
-  /** Disk a build's work dir may use, in MiB (0 = no cap). */
+  /** Disk a build's work dir (and a job run's home) may use, in MiB (0 = no cap). */
   readonly buildMaxDiskMb: number;
   /** Largest image a build may produce, in MiB (0 = no cap). */
   readonly imageMaxMb: number;
@@ -115,6 +117,7 @@ export interface Config {
     readonly headerTimeoutSecs: number;
     readonly idleTimeoutSecs: number;
     readonly bodyTimeoutSecs: number;
+    readonly sendTimeoutSecs: number;
     readonly maxConnPerIp: number;
     readonly maxConnections: number;
   };
@@ -170,10 +173,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_BUILD_CONCURRENCY", default: "2", description: "Builds running at once; the rest queue, fairly across projects (a project with no build running goes first, and the last free slot is kept for one)" },
   { name: "OPS_BUILD_STEP_TIMEOUT_SECS", default: "1800", description: "Time limit of one build step (checks, build commands)" },
   { name: "OPS_BUILD_MEMORY_MB", default: "2048", description: "Memory limit of a build's processes in MiB; 0 = none" },
+  { name: "OPS_JOB_MEMORY_MB", default: "2048", description: "Memory limit of a job run's processes in MiB; 0 = none" },
   { name: "OPS_SANDBOX_PIDS", default: "512", description: "Processes and threads one build step, job run or replica may hold at once; 0 = none" },
   { name: "OPS_REPLICA_MEMORY_MB", default: "512", description: "Memory limit in MiB of a replica (and release step) whose service sets no limits.memory_mb; 0 = none" },
-  { name: "OPS_SANDBOX_TMP_MB", default: "256", description: "Size in MiB of the /tmp tmpfs of every build step, job run and replica" },
-  { name: "OPS_BUILD_MAX_DISK_MB", default: "10240", description: "Disk a build's work dir (checkout, home, output, packed image) may use in MiB, a loop-mounted ext4 image when ops is root; 0 = no cap" },
+  { name: "OPS_SANDBOX_TMP_MB", default: "256", description: "Size in MiB of the /tmp and of the /dev/shm tmpfs of every build step, job run, release step and replica" },
+  { name: "OPS_BUILD_MAX_DISK_MB", default: "10240", description: "Disk a build's work dir (checkout, home, output, packed image) or a job run's home may use in MiB, a loop-mounted ext4 image when ops is root; 0 = no cap" },
   { name: "OPS_IMAGE_MAX_MB", default: "4096", description: "Largest image (compressed layers) a build may push, in MiB; 0 = no cap" },
   { name: "OPS_SANDBOX_NETWORK", default: "isolated", description: "isolated: every build, job run and replica in its own network namespace (needs pasta, Debian package passt); host: no network isolation, on purpose (ops doctor and every build log say so)" },
   { name: "OPS_SANDBOX_ALLOW_CIDRS", default: "(none)", description: "Comma-separated CIDRs sandboxes may reach although private, link-local or the host's own" },
@@ -193,6 +197,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_INGRESS_HEADER_TIMEOUT", default: "10", description: "Seconds a request head may take to arrive whole at the ingress (408 after)" },
   { name: "OPS_INGRESS_IDLE_TIMEOUT", default: "75", description: "Seconds a kept-alive ingress connection may sit idle between requests" },
   { name: "OPS_INGRESS_BODY_TIMEOUT", default: "60", description: "Seconds a request body may send nothing before its exchange ends" },
+  { name: "OPS_INGRESS_SEND_TIMEOUT", default: "60", description: "Seconds a client may take no byte of its answer before the ingress cuts it (and its replica connection)" },
   { name: "OPS_INGRESS_MAX_CONN_PER_IP", default: "256", description: "Ingress connections one client address may hold open (503 past it)" },
   { name: "OPS_INGRESS_MAX_CONNECTIONS", default: "10000", description: "Ingress connections open at once, all clients together (503 past it)" },
   { name: "OPS_TRUSTED_PROXIES", default: "(none)", description: "Comma-separated CIDRs of proxies whose X-Forwarded-*/Forwarded the ingress keeps" },
@@ -324,6 +329,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     buildConcurrency: int(e, "OPS_BUILD_CONCURRENCY", 2, 1, 64),
     buildStepTimeoutSecs: int(e, "OPS_BUILD_STEP_TIMEOUT_SECS", 1800, 1, 86_400),
     buildMemoryMb: int(e, "OPS_BUILD_MEMORY_MB", 2048, 0, 1024 * 1024),
+    jobMemoryMb: int(e, "OPS_JOB_MEMORY_MB", 2048, 0, 1024 * 1024),
     sandboxPids: int(e, "OPS_SANDBOX_PIDS", 512, 0, 4_194_304),
     replicaMemoryMb: int(e, "OPS_REPLICA_MEMORY_MB", 512, 0, 1024 * 1024),
     sandboxTmpMb: int(e, "OPS_SANDBOX_TMP_MB", 256, 1, 1024 * 1024),
@@ -350,6 +356,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
       headerTimeoutSecs: int(e, "OPS_INGRESS_HEADER_TIMEOUT", 10, 1, 3600),
       idleTimeoutSecs: int(e, "OPS_INGRESS_IDLE_TIMEOUT", 75, 1, 86_400),
       bodyTimeoutSecs: int(e, "OPS_INGRESS_BODY_TIMEOUT", 60, 1, 86_400),
+      sendTimeoutSecs: int(e, "OPS_INGRESS_SEND_TIMEOUT", 60, 1, 86_400),
       maxConnPerIp: int(e, "OPS_INGRESS_MAX_CONN_PER_IP", 256, 1, 1_000_000),
       maxConnections: int(e, "OPS_INGRESS_MAX_CONNECTIONS", 10_000, 1, 10_000_000),
     },

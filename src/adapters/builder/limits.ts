@@ -8,6 +8,7 @@ import { rmdirSync } from "node:fs";
 import { startCommand, type SecretMasker } from "../runtime/process";
 import { createMemoryCgroup, joinArgv, type MemoryCgroup } from "../sandbox/cgroups";
 import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
+import { hostArch, seccompFile } from "../sandbox/seccomp";
 import type { MemoryEnforcement } from "./types";
 
 export interface MemorySetup {
@@ -17,13 +18,29 @@ export interface MemorySetup {
   line: { level: "info" | "warn"; text: string };
 }
 
-/** A memory cgroup for one build (`name` unique), or the reason there is none. */
-export function memoryLimit(memoryMb: number, name: string): MemorySetup {
-  if (memoryMb <= 0) return { cgroup: null, memory: "none", line: { level: "info", text: "no memory limit is set for builds" } };
+/** A memory cgroup for one build or job run (`name` unique; `what` for the log line), or the reason there is none. */
+export function memoryLimit(memoryMb: number, name: string, what = "builds"): MemorySetup {
+  if (memoryMb <= 0) return { cgroup: null, memory: "none", line: { level: "info", text: `no memory limit is set for ${what}` } };
   const attempt = createMemoryCgroup(name.replace(/[^A-Za-z0-9._-]/g, "_"), memoryMb * 1024 * 1024);
   if (!attempt.cgroup) return { cgroup: null, memory: "not enforced", line: { level: "warn", text: `memory limit ${memoryMb} MiB is NOT enforced: ${attempt.reason}` } };
   const v = attempt.cgroup.version;
   return { cgroup: attempt.cgroup, memory: v === 2 ? "cgroup2" : "cgroup1", line: { level: "info", text: `memory limit ${memoryMb} MiB (cgroup v${v})` } };
+}
+
+/** A line for a run's log about one of its limits (a limit that is not enforced is a `warn`). */
+export interface LimitLine {
+  level: "info" | "warn";
+  text: string;
+}
+
+/**
+ * The lines every sandboxed run's log carries besides its cgroups and disks: /tmp and /dev/shm
+ * sized (bwrap.ts), the rest of /dev read-only, and the seccomp filter with no_new_privs.
+ */
+export function sandboxLines(tmpMb: number): LimitLine[] {
+  const arch = hostArch();
+  const filter: LimitLine = arch && seccompFile() ? { level: "info", text: `seccomp filter (${arch}) and no_new_privs` } : { level: "warn", text: `the seccomp filter is NOT enforced: ops has none for ${process.arch} (no_new_privs still set)` };
+  return [{ level: "info", text: `/tmp and /dev/shm: ${tmpMb} MiB tmpfs each, the rest of /dev read-only` }, filter];
 }
 
 export interface PidsSetup {
@@ -32,10 +49,10 @@ export interface PidsSetup {
   line: { level: "info" | "warn"; text: string };
 }
 
-/** The build's process limit (`OPS_SANDBOX_PIDS`), in its memory group on cgroup v2, or the reason there is none. */
-export function pidsLimit(max: number, name: string, memory: MemoryCgroup | null): PidsSetup {
-  if (max <= 0) return { group: null, line: { level: "info", text: "no process limit is set for builds" } };
-  const attempt = createPidsGroup(`${name}-pids`, max, { beside: memory, under: "ops-builds" });
+/** The process limit (`OPS_SANDBOX_PIDS`) of a build (or job run: `what`, `under`), in its memory group on cgroup v2, or the reason there is none. */
+export function pidsLimit(max: number, name: string, memory: MemoryCgroup | null, opts: { what?: string; under?: string } = {}): PidsSetup {
+  if (max <= 0) return { group: null, line: { level: "info", text: `no process limit is set for ${opts.what ?? "builds"}` } };
+  const attempt = createPidsGroup(`${name}-pids`, max, { beside: memory, under: opts.under ?? "ops-builds" });
   if (!attempt.group) return { group: null, line: { level: "warn", text: `process limit ${max} is NOT enforced: ${attempt.reason}` } };
   return { group: attempt.group, line: { level: "info", text: `process limit ${max} (${attempt.group.how})` } };
 }

@@ -2,7 +2,7 @@
  * The bubblewrap sandbox builds and replicas run in (DESIGN §5): read-only binds of the host's
  * `/usr`, `/bin`, `/lib*` and the few files of `/etc` that name resolution, TLS and toolchain
  * alternatives need, new pid/ipc/uts namespaces, `--die-with-parent`, `/proc` and a minimal
- * `/dev` of its own, and nothing else of the host: not ops's data dir, not the home of the user
+ * `/dev` of its own (read-only but for a sized `/dev/shm`), and nothing else of the host: not ops's data dir, not the home of the user
  * ops runs as, not ops's environment (the caller passes the whole environment, so no value ever
  * appears on a command line other processes can read).
  *
@@ -54,7 +54,10 @@ export interface SandboxOptions {
   imageRoot?: string;
   /** Empty writable tmpfs mounts (a sandbox's `/tmp`). */
   tmpfs?: readonly string[];
-  /** Size of each tmpfs in MiB (`OPS_SANDBOX_TMP_MB`): a write past it fails with ENOSPC. Unsized when omitted. */
+  /**
+   * Size of each tmpfs and of /dev/shm in MiB (`OPS_SANDBOX_TMP_MB`): a write past it fails with
+   * ENOSPC. Omitted: the `tmpfs` mounts are unsized and /dev/shm gets DEFAULT_SHM_MB.
+   */
   tmpSizeMb?: number;
   /** cgroup.procs of a memory group to join before anything runs (through `tasks` on v1: see cgroups.ts `joinFile`). */
   cgroupProcs?: string | null;
@@ -69,6 +72,9 @@ export interface SandboxOptions {
    */
   network?: { enter: readonly string[]; resolv: string; hosts: string } | null;
 }
+
+/** /dev/shm's size when the caller names none (Docker's default). */
+export const DEFAULT_SHM_MB = 64;
 
 /** Host trees bound read-only when they exist (recreated as the same symlink on merged-/usr hosts). */
 export const HOST_TREES = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
@@ -222,7 +228,10 @@ export function sandboxArgv(tools: SandboxTools, opts: SandboxOptions, argv: rea
   bwrap.push(...hostBinds());
   if (opts.network) bwrap.push("--ro-bind", opts.network.resolv, "/etc/resolv.conf", "--ro-bind", opts.network.hosts, "/etc/hosts");
   if (opts.passwd) bwrap.push("--ro-bind", from(opts.passwd.passwd, true), "/etc/passwd", "--ro-bind", from(opts.passwd.group, true), "/etc/group");
-  bwrap.push("--proc", "/proc", "--dev", "/dev");
+  // /dev is bwrap's own small tmpfs: /dev/shm on it would be unsized, so it gets a sized tmpfs of
+  // its own and the rest of /dev turns read-only (the device nodes are binds: still writable; decision 0506).
+  const shmBytes = (opts.tmpSizeMb ?? DEFAULT_SHM_MB) * 1024 * 1024;
+  bwrap.push("--proc", "/proc", "--dev", "/dev", "--size", String(shmBytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   const size = opts.tmpSizeMb ? ["--size", String(opts.tmpSizeMb * 1024 * 1024)] : [];
   for (const t of opts.tmpfs ?? []) bwrap.push(...size, "--tmpfs", t);
   if (opts.imageRoot !== undefined) bwrap.push(...imageBinds(opts.imageRoot, from(opts.imageRoot, true)));

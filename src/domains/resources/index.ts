@@ -9,7 +9,9 @@ import { installBucketKind } from "./buckets";
 import { installDatabaseKind } from "./databases";
 import { defineResourceJobs } from "./jobs";
 import { recoverInterruptedRuns, stopLiveRuns } from "./job-runs";
+import { sweepJobDisks } from "./job-limits";
 import { resourcesRoutes } from "./routes";
+import { checkDomainHosts } from "./domain-hosts";
 
 export const resourcesModule: DomainModule = {
   name: "resources",
@@ -20,8 +22,10 @@ export const resourcesModule: DomainModule = {
     defineResourceJobs(core);
     core.onClose.push(() => stopLiveRuns(core, core.config.shutdownGraceMs));
   },
-  onServe(core) {
+  async onServe(core) {
+    await sweepJobDisks(core);
     recoverInterruptedRuns(core);
+    await checkDomainHosts(core);
   },
   routes: resourcesRoutes,
 };

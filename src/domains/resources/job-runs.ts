@@ -9,8 +9,7 @@
  * them failed; after a crash, `recoverInterruptedRuns` (ops serve start-up) marks the runs left
  * `running` failed with the reason, and the scheduler never runs them twice.
  */
-import { mkdirSync, rmSync } from "node:fs";
-import path from "node:path";
+import { rmSync } from "node:fs";
 import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import { coreLocal, type Core } from "../../core/core";
 import type { AuthContext } from "../../core/authz/plugin";
@@ -21,15 +20,15 @@ import { iso, isoOrNull } from "../../core/clock";
 import { OpsError } from "../../core/errors";
 import { nextCronRun, type ItemContext } from "../../core/scheduler";
 import { assertNotArchived } from "../access/service";
-import { startCommand, DEFAULT_PATH, type RunningCommand } from "../../adapters/runtime/process";
+import { startCommand, secretMasker, DEFAULT_PATH, type RunningCommand, type SecretMasker } from "../../adapters/runtime/process";
 import { projectIdentity, sandboxNetworkOf, type Netns } from "../../adapters/sandbox";
 import { hostTrustVariables, sandboxArgv } from "../../adapters/sandbox/bwrap";
-import { sandboxPids } from "../../adapters/sandbox/pids";
 import { findSandboxTools, sandboxDir } from "../../adapters/sandbox/users";
 import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
 import { jobRunLines, jobRuns, jobSchedules } from "./tables";
 import { auditTarget, findResource, getResourceRow, resourceById, specOf, type Place, type ResourceRow } from "./rows";
 import { liveRun } from "./kind-rules";
+import { jobHomeOf, jobLimits, type JobLimits } from "./job-limits";
 import { secretValues } from "./kinds";
 import type { JobSpec } from "./specs";
 import type { JobLogResponse, JobRunResponse } from "./model";
@@ -161,12 +160,15 @@ class LineWriter {
   private buf: Array<typeof jobRunLines.$inferInsert> = [];
   private timer: ReturnType<typeof setInterval>;
   private readonly platform: Omit<PlatformLogEntry, "level" | "message" | "timestamp"> | null;
+  /** The env group's secret values in every form build logs mask (the runner masks with it too). */
+  readonly mask: SecretMasker;
 
   constructor(
     private readonly core: Core,
     private readonly runId: number,
-    private readonly mask: string[],
+    mask: readonly string[],
   ) {
+    this.mask = secretMasker(mask);
     const last = core.db.select({ n: sql<number>`coalesce(max(${jobRunLines.seq}), 0)` }).from(jobRunLines).where(eq(jobRunLines.runId, runId)).get();
     this.seq = last?.n ?? 0;
     this.kept = this.seq;
@@ -181,8 +183,7 @@ class LineWriter {
       this.dropped++;
       return;
     }
-    let line = text;
-    for (const s of this.mask) if (line.includes(s)) line = line.split(s).join("***");
+    const line = this.mask(text);
     this.kept++;
     this.buf.push({ runId: this.runId, seq: ++this.seq, at: this.core.clock.now(), level, line });
     if (this.buf.length >= 200) this.flush();
@@ -217,11 +218,9 @@ function finishRun(core: Core, runId: number, status: "succeeded" | "failed", ex
   core.db.update(jobRuns).set({ status, exitCode, error, finishedAt: core.clock.now() }).where(eq(jobRuns.id, runId)).run();
 }
 
-/** The run's home on the host: `run/jobs/<run id>` (bound into its sandbox through the root wrapper, decision 0204). */
+/** The run's home on the host (job-limits.ts makes it, capped). */
 function workDirOf(core: Core, _job: ResourceRow, runId: number): string {
-  const dir = path.join(core.config.dataDir, "run", "jobs");
-  mkdirSync(dir, { recursive: true });
-  return path.join(dir, String(runId));
+  return jobHomeOf(core, runId);
 }
 
 /** Where a run's home is inside its sandbox. */
@@ -230,15 +229,15 @@ const JOB_HOME = "/home/job";
 /**
  * The argv that runs a job's command in its project's sandbox (DESIGN §6): the host's system
  * trees read-only, its home writable, a sized /tmp, its own network namespace, the project's host
- * user; nothing of ops's data dir. A job is project code like a build step.
+ * user, its limits' cgroups (job-limits.ts); nothing of ops's data dir. A job is project code like a build step.
  */
-function jobArgv(core: Core, job: ResourceRow, workDir: string, command: string, netns: Netns | null, joinFirst: string[]): string[] {
+function jobArgv(core: Core, job: ResourceRow, workDir: string, command: string, netns: Netns | null, limits: Pick<JobLimits, "joinFirst" | "cgroupProcs">): string[] {
   const tools = findSandboxTools(DEFAULT_PATH, "job runs");
   if (typeof tools === "string") throw new Error(tools);
   const ids = projectIdentity(core, job.projectId);
   sandboxDir(workDir, ids);
   const network = netns ? { enter: netns.enterArgv(), ...sandboxNetworkOf(core).etc("ops-job") } : null;
-  return sandboxArgv(tools, { mounts: [{ host: workDir, inside: JOB_HOME }], chdir: JOB_HOME, hide: [core.config.dataDir], tmpfs: ["/tmp"], tmpSizeMb: core.config.sandboxTmpMb, joinFirst, user: "host", hostUser: ids, hostname: "ops-job", network }, ["/bin/sh", "-c", command]);
+  return sandboxArgv(tools, { mounts: [{ host: workDir, inside: JOB_HOME }], chdir: JOB_HOME, hide: [core.config.dataDir], tmpfs: ["/tmp"], tmpSizeMb: core.config.sandboxTmpMb, joinFirst: limits.joinFirst, cgroupProcs: limits.cgroupProcs, user: "host", hostUser: ids, hostname: "ops-job", network }, ["/bin/sh", "-c", command]);
 }
 
 /** The scheduler item handler: execute one queued run. Never throws for a failing command. */
@@ -297,39 +296,44 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
     },
   });
   let running: RunningCommand;
-  const pids = sandboxPids(core.config.sandboxPids, `job-${run.id}`);
-  if (pids.note) writer.add("warn", pids.note);
-  /** The run ends before its command runs: recorded failed, its namespace, pids group and folder released. */
+  let limits: JobLimits | null = null;
+  /** The run ends before its command runs: recorded failed, its namespace, limits and folder released. */
   const abandon = async (line: string, error: string) => {
     writer.add("error", line);
     writer.close();
     finishRun(core, run.id, "failed", null, error);
     started(null);
     liveRuns(core).delete(run.id);
-    await Promise.all([netns?.close(), pids.release()]);
+    await Promise.all([netns?.close(), limits?.release()]);
     rmSync(workDir, { recursive: true, force: true });
   };
   try {
+    limits = await jobLimits(core, run.id);
+    writer.add(limits.lines.some((l) => l.level === "warn") ? "warn" : "info", `limits: ${limits.lines.map((l) => l.text).join("; ")}`);
     if (network.refusal) throw new Error(network.refusal);
     netns = await network.open(false);
     if (startingStopped) return await abandon("ops shut down during the run", "ops shut down during the run");
     running = startCommand({
-      command: jobArgv(core, job, workDir, spec.command, netns, pids.joinFirst),
+      command: jobArgv(core, job, workDir, spec.command, netns, limits),
       cwd: "/",
       env,
       timeoutMs: timeoutSecs * 1000,
       onLine: (stream, line) => writer.add(stream === "stdout" ? "info" : "warn", line),
+      mask: writer.mask,
     });
   } catch (e) {
     return await abandon(`could not start the command: ${(e as Error).message}`, "the command could not be started");
   }
   started(running);
   liveRuns(core).set(run.id, running);
+  const limited = limits;
   try {
     const res = await running.done;
+    const hit = res.exitCode !== 0 ? limited.verdict() : null;
     let error: string | null = null;
     if (res.stopped) error = "ops shut down during the run";
     else if (res.timedOut) error = `timed out after ${timeoutSecs}s`;
+    else if (hit) error = hit;
     else if (res.signal) error = `killed by ${res.signal}`;
     else if (res.exitCode !== 0) error = `exit code ${res.exitCode}`;
     writer.add(error ? "error" : "info", error ?? "exit code 0");
@@ -337,8 +341,7 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
     finishRun(core, run.id, error ? "failed" : "succeeded", res.exitCode, error);
   } finally {
     liveRuns(core).delete(run.id);
-    await Promise.all([netns?.close(), pids.release()]);
-    rmSync(workDir, { recursive: true, force: true });
+    await Promise.all([netns?.close(), limited.release()]);
   }
 }
 

@@ -57,6 +57,7 @@ describe("POST …/resources/job/{name}/run", () => {
     const log = await expectStatus(await p.req("GET", `/resources/job/fails/runs/${run.id}/log`), 200);
     expect(log.lines.map((l: { level: string; line: string }) => [l.level, l.line])).toEqual([
       ["info", `run ${run.id} started (manual; timeout 3600s)`],
+      ["info", expect.stringMatching(/^limits: memory limit 2048 MiB /)],
       ["info", "out"],
       ["warn", "oops"],
       ["error", "exit code 3"],
@@ -69,7 +70,7 @@ describe("POST …/resources/job/{name}/run", () => {
   test("the working directory is the run's home in its sandbox, kept under the data dir's run/jobs and removed afterwards", async () => {
     const run = await runToEnd("where", { command: `pwd; touch scratch-file; ls; test -e ${JSON.stringify(t.dataDir)} && echo data-dir-visible || echo no-data-dir` });
     const log = await expectStatus(await p.req("GET", `/resources/job/where/runs/${run.id}/log`), 200);
-    expect(log.lines.slice(1, 4).map((l: { line: string }) => l.line)).toEqual(["/home/job", "scratch-file", "no-data-dir"]);
+    expect(log.lines.slice(2, 5).map((l: { line: string }) => l.line)).toEqual(["/home/job", "scratch-file", "no-data-dir"]);
     expect(existsSync(path.join(t.dataDir, "run", "jobs", String(run.id)))).toBe(false);
     expect(readdirSync(path.join(t.dataDir, "run", "jobs"))).toEqual([]);
   });
@@ -98,16 +99,16 @@ describe("GET …/resources/job/{name}/runs and …/runs/{id}/log", () => {
   });
   test("log pages with after/limit; next is the last sequence, or the given after when nothing new", async () => {
     const run = await runToEnd("lines", { command: "for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; done" });
-    expect(run.lines).toBe(12);
+    expect(run.lines).toBe(13);
     const a = await expectStatus(await p.req("GET", `/resources/job/lines/runs/${run.id}/log?limit=5`), 200);
     expect(a.lines.map((l: { seq: number }) => l.seq)).toEqual([1, 2, 3, 4, 5]);
     expect(a.next).toBe(5);
     const b = await expectStatus(await p.req("GET", `/resources/job/lines/runs/${run.id}/log?after=${a.next}&limit=5`), 200);
-    expect(b.lines.map((l: { line: string }) => l.line)).toEqual(["line 5", "line 6", "line 7", "line 8", "line 9"]);
+    expect(b.lines.map((l: { line: string }) => l.line)).toEqual(["line 4", "line 5", "line 6", "line 7", "line 8"]);
     const c = await expectStatus(await p.req("GET", `/resources/job/lines/runs/${run.id}/log?after=${b.next}`), 200);
-    expect(c.lines.map((l: { seq: number }) => l.seq)).toEqual([11, 12]);
+    expect(c.lines.map((l: { seq: number }) => l.seq)).toEqual([11, 12, 13]);
     const d = await expectStatus(await p.req("GET", `/resources/job/lines/runs/${run.id}/log?after=${c.next}`), 200);
-    expect(d).toEqual({ lines: [], live: false, next: 12 });
+    expect(d).toEqual({ lines: [], live: false, next: 13 });
   });
   test("log: 404 unknown run or job; 422 limit out of bounds", async () => {
     await expectStatus(await p.req("GET", "/resources/job/lines/runs/99999/log"), 404);
@@ -118,7 +119,7 @@ describe("GET …/resources/job/{name}/runs and …/runs/{id}/log", () => {
     const run = await runToEnd("chatty", { command: `seq 1 ${MAX_RUN_LINES + 50}` });
     expect(run.lines).toBe(MAX_RUN_LINES + 1);
     const tail = await expectStatus(await p.req("GET", `/resources/job/chatty/runs/${run.id}/log?after=${MAX_RUN_LINES - 1}`), 200);
-    expect(tail.lines.map((l: { line: string }) => l.line)).toEqual([String(MAX_RUN_LINES - 1), `52 more lines not kept (a run keeps ${MAX_RUN_LINES})`]);
+    expect(tail.lines.map((l: { line: string }) => l.line)).toEqual([String(MAX_RUN_LINES - 2), `53 more lines not kept (a run keeps ${MAX_RUN_LINES})`]);
   });
 });
 
