@@ -85,7 +85,7 @@ async function orderOne(core: Core, row: CertificateRow): Promise<void> {
         .where(eq(certificates.host, row.host))
         .run();
     });
-    await serveCertificate(core, row.host, { cert: issued.cert, key: issued.key });
+    await serveCertificate(core, row, { cert: issued.cert, key: issued.key });
     core.log.info("certificate issued", { host: row.host, not_after: iso(issued.notAfter) });
   } catch (e) {
     const reason = e instanceof AcmeOrderError ? e.message : `the order could not be made: ${(e as Error).message}`;

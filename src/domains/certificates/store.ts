@@ -35,10 +35,14 @@ export function rowOf(q: Queryable, host: string): CertificateRow | null {
   return q.select().from(certificates).where(eq(certificates.host, host)).get() ?? null;
 }
 
-/** Serve `pair` for `host` from the next handshake on. */
-export async function serveCertificate(core: Core, host: string, pair: PemPair): Promise<void> {
-  ingressOf(core).certificates.set(host, pair);
-  if (host === ownHost(core)) await (core.locals.get(OWN_LISTENER) as OwnCertificateSink | null | undefined)?.(pair);
+/**
+ * Serve the row's `pair` for its host from the next handshake on. Only ops's own row (no domain)
+ * reaches ops's own listener: a domain's row for the same host (claimed before OPS_PUBLIC_URL
+ * moved there) may hold a key its project uploaded.
+ */
+export async function serveCertificate(core: Core, row: Pick<CertificateRow, "host" | "resourceId">, pair: PemPair): Promise<void> {
+  ingressOf(core).certificates.set(row.host, pair);
+  if (row.resourceId === null && row.host === ownHost(core)) await (core.locals.get(OWN_LISTENER) as OwnCertificateSink | null | undefined)?.(pair);
 }
 
 export function unserve(core: Core, host: string): void {
@@ -63,7 +67,7 @@ export async function loadCertificates(core: Core, missing = false): Promise<num
     try {
       const pair = unseal(core, row);
       if (!pair) continue;
-      await serveCertificate(core, row.host, pair);
+      await serveCertificate(core, row, pair);
       n++;
     } catch (e) {
       core.log.warn("a stored certificate could not be loaded", { host: row.host, err: (e as Error).message });

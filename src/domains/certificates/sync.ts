@@ -5,11 +5,13 @@
  * created or changed gets a row per new host, due now; hosts it no longer has lose theirs (and
  * their certificate stops being served); a write of a domain whose order is failing retries it
  * now, unless the ACME server said it is rate-limited. A `*.` host cannot be validated with HTTP-01: its row
- * says so and nothing is ordered.
+ * says so and nothing is ordered. A host no domain may have on this server (ops's own public host,
+ * localhost, an IP address: DESIGN §6, checked at every start) gets no row of the domain's, and
+ * ops's own host takes over a domain's row for it.
  */
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, isNotNull, isNull } from "drizzle-orm";
 import type { Core } from "../../core/core";
-import { specOf, type ResourceRow } from "../resources/service";
+import { refusedHost, specOf, type ResourceRow } from "../resources/service";
 import { certificates } from "./tables";
 import { ownHost, rowOf, rowsOfResource, unserve } from "./store";
 import { refreshUploaded } from "./uploaded";
@@ -26,7 +28,7 @@ export function certificatesActive(core: Core): boolean {
 /** Bring the rows of a domain in line with its spec (`row` null: the domain was deleted). */
 export function syncDomain(core: Core, resourceId: string, row: ResourceRow | null): void {
   const spec = row ? specOf<{ hosts: string[]; tls?: boolean; tls_secret_group?: string }>(row) : null;
-  const wanted = new Set(row && spec && spec.tls !== false && certificatesActive(core) ? spec.hosts.map((h) => h.toLowerCase()) : []);
+  const wanted = new Set(row && spec && spec.tls !== false && certificatesActive(core) ? spec.hosts.map((h) => h.toLowerCase()).filter((h) => refusedHost(core, h) === null) : []);
   const source = spec?.tls_secret_group ? ("uploaded" as const) : ("acme" as const);
   const now = core.clock.now();
   let due = false;
@@ -76,10 +78,23 @@ export function syncDomain(core: Core, resourceId: string, row: ResourceRow | nu
   if (due) kickOrders(core);
 }
 
-/** Make sure ops's own host has a row when OPS_TLS=acme (due now when it has no certificate). */
+/**
+ * Make sure ops's own host has a row when OPS_TLS=acme (due now when it has no certificate). A
+ * domain's row for the host (written before OPS_PUBLIC_URL named it) is dropped first, with its
+ * certificate: the host is ops's, and the domain's key may be its project's.
+ */
 export function syncOwnHost(core: Core): void {
   const host = ownHost(core);
   if (!host) return;
+  const held = core.db.select().from(certificates).where(and(eq(certificates.host, host), isNotNull(certificates.resourceId))).get();
+  if (held) {
+    core.db.transaction((t) => {
+      if (held.sealedId) core.secrets.delete(t, held.sealedId);
+      t.delete(certificates).where(eq(certificates.host, host)).run();
+    });
+    unserve(core, host);
+    core.log.warn("a domain's certificate for ops's own host was dropped", { host, setting: "OPS_PUBLIC_URL" });
+  }
   const cur = core.db.select().from(certificates).where(and(eq(certificates.host, host), isNull(certificates.resourceId))).get();
   if (!cur) {
     const now = core.clock.now();

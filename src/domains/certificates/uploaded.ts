@@ -53,7 +53,7 @@ export async function refreshUploaded(core: Core, row: CertificateRow): Promise<
       else sealedId = core.secrets.put(t, `certificate:${row.host}`, text);
       t.update(certificates).set({ state: "valid", reason: null, sealedId, notBefore: got.notBefore, notAfter: got.notAfter, failures: 0, updatedAt: now }).where(eq(certificates.host, row.host)).run();
     });
-    await serveCertificate(core, row.host, got.pair);
+    await serveCertificate(core, row, got.pair);
   }
   await observeRow(core, domain).catch(() => undefined);
   return true;

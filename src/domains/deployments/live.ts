@@ -9,7 +9,7 @@
  */
 import type { Core, ProjectRef } from "../../core/core";
 import { withKeyLock } from "../../core/locks";
-import { findResource, listOfType, secretValues, specOf, type ResourceRow, type ServiceSpec } from "../resources/service";
+import { findResource, listOfType, refusedHost, secretValues, specOf, type ResourceRow, type ServiceSpec } from "../resources/service";
 import { listSecrets, unitSecret } from "../secrets/service";
 import { runtimeOf, prepareImage, type ReplicaSpec, type ReplicaStatus, type RuntimeImage } from "../../adapters/runtime";
 import { ingressOf, type ServiceRoute, type Upstream } from "../../adapters/ingress";
@@ -120,12 +120,17 @@ export function upstreamsOf(core: Core, ids: readonly string[]): Upstream[] {
   return ids.map((id) => runtime.status(id)).filter((s): s is ReplicaStatus => s !== null).map((s) => ({ host: s.host, port: s.port }));
 }
 
-/** The domain resources of the service's environment that route to it. */
+/**
+ * The domain resources of the service's environment that route to it, without the hosts no domain
+ * may have on this server (ops's own public host, localhost, IP addresses: checked here too, since
+ * OPS_PUBLIC_URL may have moved onto a host claimed before; the domain's status says so).
+ */
 export function domainRoutes(core: Core, addr: ServiceAddress): ServiceRoute[] {
   return listOfType(core.db, { project: addr.project, environment: addr.environment }, "domain")
     .map((d) => specOf<{ hosts: string[]; service: string; path_prefix?: string; tls?: boolean; redirect_http?: boolean }>(d))
     .filter((d) => d.service === addr.service)
-    .map((d) => ({ hosts: d.hosts.map((h) => h.toLowerCase()), pathPrefix: d.path_prefix ?? "/", redirectHttp: d.tls !== false && d.redirect_http !== false }));
+    .map((d) => ({ hosts: d.hosts.map((h) => h.toLowerCase()).filter((h) => refusedHost(core, h) === null), pathPrefix: d.path_prefix ?? "/", redirectHttp: d.tls !== false && d.redirect_http !== false }))
+    .filter((r) => r.hosts.length > 0);
 }
 
 /** Point the ingress at `replicaIds` for the service (its default host and its domains' hosts). */

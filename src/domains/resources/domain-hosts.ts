@@ -23,6 +23,8 @@ import type { Core, ProjectRef } from "../../core/core";
 import type { Queryable } from "../../core/db/client";
 import { OpsError } from "../../core/errors";
 import { domainHosts, resources } from "./tables";
+import { listOfTypeEverywhere, specOf } from "./rows";
+import { observeRow } from "./store";
 import { localhostOwner } from "../../adapters/ingress/table";
 
 /** The suffix a wildcard covers (`*.example.com` → `.example.com`), or null for an exact host. */
@@ -69,20 +71,60 @@ function publicHost(core: Core): string {
   return new URL(core.config.publicUrl).hostname.toLowerCase().replace(/^\[|\]$/g, "");
 }
 
+/** Why `host` (exact or wildcard) can never be a domain's host on this server, or null when it can be. */
+export function refusedHost(core: Core, raw: string): string | null {
+  const host = raw.toLowerCase();
+  const bare = rootOf(host);
+  if (isIP(bare) !== 0 || isIP(bare.replace(/^\[|\]$/g, "")) !== 0) return "is an IP address; a domain is a host name";
+  const consoleHost = publicHost(core);
+  if (host === consoleHost || hostsOverlap(host, consoleHost)) return `would answer on the console's host ${consoleHost} (OPS_PUBLIC_URL)`;
+  if (localhostOwner(host) === "") return "is localhost, where the console and every app would share cookies";
+  return null;
+}
+
+/**
+ * The hosts of a domain this server does not route, each as `host: why`. Checked where routes are
+ * made and at every start, not only when a domain is written (DESIGN §6): OPS_PUBLIC_URL may have
+ * moved onto a host a domain claimed before, or a row may predate a rule.
+ */
+export function unroutedHosts(core: Core, hosts: readonly string[]): string[] {
+  return hosts.flatMap((h) => {
+    const why = refusedHost(core, h);
+    return why === null ? [] : [`${h.toLowerCase()}: ${why}`];
+  });
+}
+
+/**
+ * At start: every domain is observed again, so one holding a host this server does not route
+ * says so in its status from now on (and one that no longer does stops saying it); each such
+ * domain is logged. The routes leave those hosts out wherever they are made (deployments'
+ * `domainRoutes`). Resolves with how many domains hold such a host.
+ */
+export async function checkDomainHosts(core: Core): Promise<number> {
+  let n = 0;
+  for (const row of listOfTypeEverywhere(core.db, "domain")) {
+    const unrouted = unroutedHosts(core, specOf<{ hosts: string[] }>(row).hosts);
+    if (unrouted.length > 0) {
+      n++;
+      const project = core.access.findProjectById(row.projectId);
+      core.log.warn("a domain's host is not routed", { project: project?.slug ?? row.projectId, environment: row.environment, domain: row.name, hosts: unrouted });
+    }
+    await observeRow(core, row).catch((e) => core.log.info("resource not observed", { type: row.type, name: row.name, reason: (e as Error).message }));
+  }
+  return n;
+}
+
 /**
  * Throw unless `project` may claim every one of `hosts` (422 for names no domain may have, 409 for
  * names another project holds).
  */
 export function assertHostsClaimable(core: Core, q: Queryable, project: ProjectRef, hosts: readonly string[]): void {
-  const consoleHost = publicHost(core);
   const own = project.slug.toLowerCase();
   hosts.forEach((raw, i) => {
     const host = raw.toLowerCase();
-    const bare = host.startsWith("*.") ? host.slice(2) : host;
-    if (isIP(bare) !== 0 || isIP(bare.replace(/^\[|\]$/g, "")) !== 0) throw invalid(i, host, "is an IP address; a domain is a host name");
-    if (host === consoleHost || hostsOverlap(host, consoleHost)) throw invalid(i, host, `would answer on the console's host ${consoleHost} (OPS_PUBLIC_URL)`);
+    const why = refusedHost(core, host);
+    if (why !== null) throw invalid(i, host, why);
     const ns = localhostOwner(host);
-    if (ns === "") throw invalid(i, host, "is localhost, where the console and every app would share cookies");
     if (ns !== null && ns !== own) {
       if (core.access.findProject(ns)) throw taken(host);
       throw invalid(i, host, `is reserved: names under .${ns}.localhost are the default hosts of project ${ns}`);

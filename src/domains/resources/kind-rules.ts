@@ -12,7 +12,7 @@ import { domainHosts, jobRuns, jobSchedules, resources } from "./tables";
 import { extendKind, type WriteContext } from "./kinds";
 import { findResource, listOfType, specOf, type ResourceRow } from "./rows";
 import type { DomainSpec, JobSpec, ServiceSpec } from "./specs";
-import { assertHostsClaimable } from "./domain-hosts";
+import { assertHostsClaimable, unroutedHosts } from "./domain-hosts";
 
 function field(path: string, message: string): OpsError {
   return new OpsError("validation_failed", `${path}: ${message}`, { fields: [{ path, message }] });
@@ -143,10 +143,12 @@ export function installBuiltinKinds(core: Core): void {
       // The certificates domain's view of the hosts' certificates (null: none asked for or served here).
       const certs = (c.locals.get("resources.domain-certificates") as DomainCertificates | undefined)?.(c, row) ?? null;
       const routed = svc.statusState === "ready" ? "ready" : "pending";
+      // Hosts this server never routes (OPS_PUBLIC_URL moved onto one since the domain was written).
+      const unrouted = unroutedHosts(c, spec.hosts);
       return {
-        state: certs?.state === "failing" ? "error" : certs?.state === "issuing" && routed === "ready" ? "pending" : routed,
-        summary: `${spec.hosts.join(", ")} → ${spec.service} (${svc.statusState})${certs ? `; certificate ${certs.summary}` : ""}`,
-        detail: { hosts: spec.hosts, service: spec.service, service_state: svc.statusState, tls: spec.tls ?? true, ...(certs ? { certificate: certs.detail } : {}) },
+        state: certs?.state === "failing" || unrouted.length > 0 ? "error" : certs?.state === "issuing" && routed === "ready" ? "pending" : routed,
+        summary: `${unrouted.length > 0 ? `not routed: ${unrouted.join("; ")}; ` : ""}${spec.hosts.join(", ")} → ${spec.service} (${svc.statusState})${certs ? `; certificate ${certs.summary}` : ""}`,
+        detail: { hosts: spec.hosts, service: spec.service, service_state: svc.statusState, tls: spec.tls ?? true, ...(unrouted.length > 0 ? { not_routed: unrouted } : {}), ...(certs ? { certificate: certs.detail } : {}) },
       };
     },
   });

@@ -5,6 +5,7 @@ export { getResource, listResources, listResourcesOfType, createResource, putRes
 export { findResource, getResourceRow, listOfType, listOfTypeInProject, listOfTypeEverywhere, placeFor, resourceById, specOf, toResponse, writeStatus, auditTarget, UNOBSERVED_SUMMARY, type ResourceRow, type Place, type Observed } from "./rows";
 export { extendKind, provideSecretValues, secretValues, type KindHooks, type SecretValues, type WriteContext } from "./kinds";
 export { usersOfGroup, assertGroupExists } from "./kind-rules";
+export { refusedHost } from "./domain-hosts";
 export { requestRun, listRuns, runLog, enqueueDueRuns, executeRun, recoverInterruptedRuns, stopLiveRuns, JOB_RUN_ITEM, JOB_SCHEDULE_TASK } from "./job-runs";
 export { rotateDatabasePassword, restoreRunbook, planeOf, planeName, PITR_TEXT } from "./databases";
 export { bucketDir, countBucket } from "./buckets";
