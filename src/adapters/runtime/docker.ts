@@ -10,7 +10,7 @@
  *   the container port published on 127.0.0.1:<a free port> (what the ingress routes to),
  *   `Memory` = limits.memory_mb, restart policy `on-failure` (Docker's own doubling backoff);
  * - `POST /containers/{id}/start`, then the log stream (`follow`, multiplexed stdout/stderr
- *   frames) handed over line by line;
+ *   frames) handed over line by line, its secret values masked (`masked`);
  * - state by polling `GET /containers/{id}/json` every second (status, restart count, OOMKilled);
  * - stop: `POST /containers/{id}/stop?t=<grace>` (SIGTERM, then SIGKILL), then remove;
  * - a one-off command (a release step): a container with restart policy `no`, its logs followed,
@@ -18,6 +18,7 @@
  */
 import { existsSync } from "node:fs";
 import { freeLoopbackPort } from "./process-runtime";
+import { maskerOf } from "./replica-env";
 import { RuntimeError, type OutputStream, type ReplicaSpec, type ReplicaStatus, type Runtime, type RuntimeHooks } from "./types";
 
 export interface DockerRuntimeOptions extends RuntimeHooks {
@@ -164,7 +165,8 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): Runtime {
         },
       };
       containers.set(spec.id, c);
-      void follow(c, (stream, line) => opts.onLine?.(spec.id, stream, line)).catch((e) => opts.onLine?.(spec.id, "ops", `log stream ended: ${(e as Error).message}`));
+      const mask = maskerOf(spec);
+      void follow(c, (stream, line) => opts.onLine?.(spec.id, stream, mask(line))).catch((e) => opts.onLine?.(spec.id, "ops", `log stream ended: ${(e as Error).message}`));
       return { ...c.status };
     },
 
@@ -214,7 +216,9 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): Runtime {
       let timedOut = false;
       try {
         await call("POST", `/containers/${created.Id}/start`);
-        const lines = follow({ containerId: created.Id, logs }, (stream, line) => {
+        const mask = maskerOf(spec);
+        const lines = follow({ containerId: created.Id, logs }, (stream, raw) => {
+          const line = mask(raw);
           tail.push(line);
           if (tail.length > 20) tail.shift();
           opts.onLine?.(spec.id, stream, line);

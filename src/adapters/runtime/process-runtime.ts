@@ -24,7 +24,7 @@
  * (handover.ts), and from then on supervision, output, stop and crash restarts go on as before.
  */
 import { DEFAULT_PATH, freeLoopbackPort, startCommand } from "./process";
-import { replicaArgv, replicaEnv, type SandboxLimits } from "./replica-env";
+import { maskerOf, replicaArgv, replicaEnv, type SandboxLimits } from "./replica-env";
 import { adoptCommand, startKeptCommand, type KeptCommand } from "./kept";
 import { adoptableParts, discardHandover, replicaHandover } from "./handover";
 import { detectMemoryController, type MemoryCgroup, type MemoryDetection } from "../sandbox/cgroups";
@@ -156,6 +156,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
       cwd: "/",
       env: replicaEnv(image.config.env, spec.env ?? [], r.status.port),
       onLine: (stream, line) => opts.onLine?.(spec.id, stream, line),
+      mask: maskerOf(spec),
       politeTargets,
     });
     r.status.state = "starting";
@@ -350,7 +351,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
         }
         const r: Replica = { ...parts, spec: h.spec, status: { ...h.status, labels: { ...h.status.labels } }, policy: h.policy, delayMs: h.delayMs, run: null, generation: 0, oomBase: h.oomBase, restartTimer: null, stopRequested: false, exited: null };
         replicas.set(id, r);
-        watch(r, adoptCommand(h.command, { onLine: (stream, line) => opts.onLine?.(id, stream, line), politeTargets }));
+        watch(r, adoptCommand(h.command, { onLine: (stream, line) => opts.onLine?.(id, stream, line), politeTargets, mask: maskerOf(h.spec) }));
         note(r, `kept running across a restart of ops (pid ${h.command.pid})`);
         changed(r);
         results.push({ id, adopted: true, reason: null });
@@ -373,6 +374,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
           cwd: "/",
           env: replicaEnv(spec.image.config.env, spec.env ?? [], freeLoopbackPort()),
           timeoutMs: spec.timeoutMs,
+          mask: maskerOf(spec),
           onLine: (stream, line) => {
             tail.push(line);
             if (tail.length > 20) tail.shift();

@@ -1,5 +1,9 @@
-/** What a replica runs and with which environment, and the sandbox limits every replica gets (process-runtime.ts). */
+/**
+ * What a replica runs, with which environment and which of its values are masked in its output,
+ * and the sandbox limits every replica gets (process-runtime.ts).
+ */
 import { DEFAULT_PATH } from "./process";
+import { secretMasker, type SecretMasker } from "../../core/secret-mask";
 
 /** What every replica and one-off command gets unless its spec says otherwise. */
 export interface SandboxLimits {
@@ -29,3 +33,15 @@ export function replicaEnv(imageEnv: readonly string[], extra: ReadonlyArray<rea
   return env;
 }
 
+
+const maskers = new WeakMap<object, SecretMasker>();
+
+/**
+ * The masker of a replica's or a one-off command's secret values (`masked`), made once per spec:
+ * a replica's restarts, and its adoption after a hand-over, use the one spec (decision 0516).
+ */
+export function maskerOf(spec: { masked?: readonly string[] }): SecretMasker {
+  let mask = maskers.get(spec);
+  if (!mask) maskers.set(spec, (mask = secretMasker(spec.masked ?? [])));
+  return mask;
+}

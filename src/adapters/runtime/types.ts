@@ -5,9 +5,9 @@
  *
  * A replica is one running copy of a service at one digest. The runtime owns its lifecycle: it
  * picks the port the replica listens on, restarts it with backoff when it crashes, enforces its
- * memory limit (or says that it cannot), hands its output over line by line, and stops it with
- * SIGTERM, a grace period, then SIGKILL of everything it started. What to run, when, and where
- * traffic goes belong to the caller.
+ * memory limit (or says that it cannot), hands its output over line by line (its secret values
+ * masked), and stops it with SIGTERM, a grace period, then SIGKILL of everything it started. What
+ * to run, when, and where traffic goes belong to the caller.
  */
 import type { ImageConfig } from "../../domains/registries/service";
 import type { CommandHandover } from "./kept";
@@ -46,6 +46,11 @@ export interface ReplicaSpec {
    * unit's secrets. `PORT` is set by the runtime after all of them.
    */
   env?: ReadonlyArray<readonly [string, string]>;
+  /**
+   * Secret values (the env group's secret ones, the unit's secrets) masked in its output before
+   * `onLine` sees it, in their encoded forms too (src/core/secret-mask.ts, decision 0516).
+   */
+  masked?: readonly string[];
   /** `limits.memory_mb`; null or omitted: the runtime's default (`OPS_REPLICA_MEMORY_MB`). */
   memoryMb?: number | null;
   /** Docker only: the port the app listens on in its container (default 8080). */
@@ -102,8 +107,11 @@ export interface ReplicaStatus {
 export type OutputStream = "stdout" | "stderr" | "ops";
 
 export interface RuntimeHooks {
-  /** Every line a replica writes, and ops's notes about it. */
-  onLine?(replicaId: string, stream: OutputStream, line: string): void;
+  /**
+   * Every line a replica writes, and ops's notes about it. `meta` comes with lines that were kept
+   * for a while (the data plane's spool, decision 0600): the replica's labels and when it wrote them.
+   */
+  onLine?(replicaId: string, stream: OutputStream, line: string, meta?: { labels: Record<string, string>; at: number }): void;
   /** Every state change. */
   onState?(status: ReplicaStatus): void;
 }
@@ -115,6 +123,8 @@ export interface OneOffSpec {
   /** Run as `/bin/sh -c <command>`. */
   command: string;
   env?: ReadonlyArray<readonly [string, string]>;
+  /** As `ReplicaSpec.masked`: masked in its output and in the result's `tail`. */
+  masked?: readonly string[];
   memoryMb?: number | null;
   labels?: Record<string, string>;
   /** Stopped (SIGTERM, then SIGKILL) past this. */

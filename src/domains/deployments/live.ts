@@ -55,18 +55,32 @@ export function serviceRow(core: Core, addr: ServiceAddress): ResourceRow | null
   return findResource(core.db, { project: addr.project, environment: addr.environment }, "service", addr.service);
 }
 
+/** What a service's replicas and release steps get after the image's Env, and the secret values among it. */
+export interface ServiceEnv {
+  env: Array<[string, string]>;
+  /** The env group's secret values and the unit's secrets: masked in their output (decision 0516). */
+  masked: string[];
+}
+
 /** Entries after the image's Env: the env group's variables, then the unit's secrets. Throws 503 when sealed. */
-export function serviceEnv(core: Core, addr: ServiceAddress, service: ResourceRow): Array<[string, string]> {
+export function serviceEnv(core: Core, addr: ServiceAddress, service: ResourceRow): ServiceEnv {
   const spec = specOf<ServiceSpec>(service);
-  const out: Array<[string, string]> = [];
+  const out: ServiceEnv = { env: [], masked: [] };
   if (spec.env_group) {
     const group = findResource(core.db, { project: addr.project, environment: addr.environment }, "secret-group", spec.env_group);
-    if (group) for (const [k, v] of Object.entries(secretValues(core).groupEnv(core, core.db, group.id).env)) out.push([k, v]);
+    if (group) {
+      const values = secretValues(core).groupEnv(core, core.db, group.id);
+      for (const [k, v] of Object.entries(values.env)) out.env.push([k, v]);
+      out.masked.push(...values.secrets);
+    }
   }
   for (const s of listSecrets(core, addr.project)) {
     if (s.service !== addr.service) continue;
     const value = unitSecret(core, core.db, addr.project.id, addr.service, s.name);
-    if (value !== null) out.push([s.name, value]);
+    if (value !== null) {
+      out.env.push([s.name, value]);
+      out.masked.push(value);
+    }
   }
   return out;
 }
@@ -77,7 +91,7 @@ export async function imageFor(core: Core, addr: ServiceAddress, digest: string)
 }
 
 /** Start `count` replicas of `image` for the service (state `starting`). */
-export async function startReplicas(core: Core, addr: ServiceAddress, service: ResourceRow, deploymentId: number, image: RuntimeImage, env: Array<[string, string]>, count: number): Promise<ReplicaStatus[]> {
+export async function startReplicas(core: Core, addr: ServiceAddress, service: ResourceRow, deploymentId: number, image: RuntimeImage, env: ServiceEnv, count: number): Promise<ReplicaStatus[]> {
   const spec = specOf<ServiceSpec>(service);
   const runtime = runtimeOf(core);
   const started: ReplicaStatus[] = [];
@@ -89,7 +103,8 @@ export async function startReplicas(core: Core, addr: ServiceAddress, service: R
         id: `${addr.project.slug}.${addr.environment}.${addr.service}.${deploymentId}-${seq}`,
         image,
         command: spec.command ?? null,
-        env,
+        env: env.env,
+        masked: env.masked,
         memoryMb: spec.limits?.memory_mb ?? null,
         containerPort: spec.port ?? 8080,
         labels: { project: addr.project.slug, project_id: addr.project.id, environment: addr.environment, service: addr.service, deployment: String(deploymentId) },

@@ -14,7 +14,7 @@ import type { Core } from "../../core/core";
 import { specOf, type ResourceRow, type ServiceSpec } from "../resources/service";
 import { declarationAt, findSourceOfRepo } from "../sources/service";
 import { runtimeOf, type RuntimeImage } from "../../adapters/runtime";
-import type { ServiceAddress } from "./live";
+import type { ServiceAddress, ServiceEnv } from "./live";
 import { openRing, ringStopped } from "./logs";
 
 export type ReleaseEvent = "pre-deploy" | "post-deploy";
@@ -49,12 +49,12 @@ export async function releaseSteps(core: Core, addr: ServiceAddress, service: Re
 }
 
 /** Run one step in `image`; null when it exited 0, else why it failed. */
-export async function runReleaseStep(core: Core, addr: ServiceAddress, service: ResourceRow, deploymentId: number, image: RuntimeImage, env: Array<[string, string]>, step: ReleaseStep): Promise<string | null> {
+export async function runReleaseStep(core: Core, addr: ServiceAddress, service: ResourceRow, deploymentId: number, image: RuntimeImage, env: ServiceEnv, step: ReleaseStep): Promise<string | null> {
   const id = `${addr.project.slug}.${addr.environment}.${addr.service}.${deploymentId}-${step.name}`;
   const labels = { project: addr.project.slug, project_id: addr.project.id, environment: addr.environment, service: addr.service, deployment: String(deploymentId), step: step.name };
   openRing(core, id, labels);
   const res = await runtimeOf(core)
-    .run({ id, image, command: step.command, env, memoryMb: specOf<ServiceSpec>(service).limits?.memory_mb ?? null, labels, timeoutMs: RELEASE_STEP_TIMEOUT_MS })
+    .run({ id, image, command: step.command, env: env.env, masked: env.masked, memoryMb: specOf<ServiceSpec>(service).limits?.memory_mb ?? null, labels, timeoutMs: RELEASE_STEP_TIMEOUT_MS })
     .finally(() => ringStopped(core, id));
   if (res.code === 0 && !res.timedOut) return null;
   const how = res.timedOut ? `timed out after ${RELEASE_STEP_TIMEOUT_MS / 60_000} minutes` : res.oomKilled ? "was killed over its memory limit" : res.signal ? `was ended by ${res.signal}` : `exited with code ${res.code}`;
