@@ -1,10 +1,12 @@
 /**
  * The console in a real browser (Debian's chromium driven by playwright-core): a person signs in,
  * enrols MFA on the account page (QR code, code from `oathtool`), signs in again with the second
- * factor, approves a device grant on /device, and loads /status. Each page is saved as a
- * screenshot under test/artifacts/ (gitignored) for a person to look at.
+ * factor, approves a device grant on /device, loads /status, and removes MFA with the current code
+ * once the sign-in is older than ten minutes. Each page is saved as a screenshot under
+ * test/artifacts/ (gitignored) for a person to look at.
  *
- * The server runs on wall-clock time: TOTP codes are about real time.
+ * The server runs on wall-clock time (TOTP codes are about real time), shifted forward by the test
+ * that needs a sign-in to have aged; oathtool is asked for codes at the same shift.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { type Browser, type Page } from "playwright-core";
@@ -13,6 +15,15 @@ import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { makeOwner, makePerson, makeProject, type Person } from "./fixtures";
 import { DEVICE_GRANT_TYPE } from "../src/domains/device/service";
 
+/** Wall-clock time moved forward by `shift` ms. */
+class ShiftedClock extends WallClock {
+  shift = 0;
+  override now(): number {
+    return Date.now() + this.shift;
+  }
+}
+
+const clock = new ShiftedClock();
 let t: TestApp;
 let browser: Browser;
 let person: Person;
@@ -27,7 +38,7 @@ function totp(secret: string, offsetS = 0): string {
 }
 
 beforeAll(async () => {
-  t = await createTestApp({ clock: new WallClock() });
+  t = await createTestApp({ clock });
   project = makeProject(t, "web-shop").slug;
   person = await makePerson(t, [{ role: "developer", project }], { email: "dana@ops.test", displayName: "Dana Developer", password: "correct-horse-battery" });
   browser = await launchChromium();
@@ -188,5 +199,30 @@ describe("the console in chromium", () => {
     expect([created.name, created.environments]).toEqual(["Tea shop", ["production"]]);
     await shot(page, "project-created");
     await context.close();
+  }, 60_000);
+
+  test("removing MFA asks for the current code once the sign-in is older than ten minutes", async () => {
+    const context = (globalThis as Record<string, unknown>).__opsConsoleContext as Awaited<ReturnType<Browser["newContext"]>>;
+    const page = await context.newPage();
+    const seed = t.core.sqlite.query("SELECT mfa_secret_id AS id FROM operators WHERE id = ?").get(person.operator.id) as { id: string | null };
+    expect(seed.id).not.toBeNull();
+    const secret = t.core.secrets.get(t.core.db, seed.id!);
+    clock.shift = 11 * 60_000;
+    await page.goto(`${t.url}/account`);
+    await page.getByRole("heading", { name: "Your account" }).waitFor();
+    await page.getByRole("button", { name: "Remove two-factor authentication" }).click();
+    const right = totp(secret, clock.shift / 1000);
+    await page.getByLabel("Current code").fill(right === "000000" ? "111111" : "000000");
+    await page.getByRole("button", { name: "Remove", exact: true }).click();
+    await page.getByText("That code is not valid").waitFor();
+    expect(await page.getByText("Two-factor authentication was removed.").count()).toBe(0);
+    await page.getByLabel("Current code").fill(right);
+    await shot(page, "account-mfa-remove");
+    await page.getByRole("button", { name: "Remove", exact: true }).click();
+    await page.getByText("Two-factor authentication was removed.").waitFor();
+    await page.getByRole("button", { name: "Set up two-factor authentication" }).waitFor();
+    expect(t.core.sqlite.query("SELECT mfa_secret_id AS id FROM operators WHERE id = ?").get(person.operator.id)).toEqual({ id: null });
+    const denied = t.core.sqlite.query("SELECT reason FROM audit_log WHERE operator_id = ? AND action = 'mfa.delete' AND outcome = 'denied'").all(person.operator.id);
+    expect(denied).toEqual([{ reason: "wrong or replayed code" }]);
   }, 60_000);
 });

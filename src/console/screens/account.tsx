@@ -1,6 +1,7 @@
 /**
  * The account page: who you are, password, two-factor authentication (enrol with a QR code of
- * the otpauth URI, confirm with a code; remove), live sessions (revoke), tokens (mint — the
+ * the otpauth URI, confirm with a code; remove with the current code, which the server asks for
+ * unless the session signed in within ten minutes), live sessions (revoke), tokens (mint — the
  * secret is shown once — and revoke; the role offered first is the least one that can push) and
  * the CLI's install command.
  */
@@ -20,9 +21,11 @@ function message(e: unknown): string {
 
 function Mfa(props: { me: Me; onChange: () => void }) {
   const [enrol, setEnrol] = useState<{ secret: string; uri: string } | null>(null);
+  const [removing, setRemoving] = useState(false);
   const [code, setCode] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [ok, setOk] = useState<string | null>(null);
+  const invalid = (err: unknown) => (err instanceof ApiError && err.status === 401 ? "That code is not valid. Enter the current code from your app." : message(err));
 
   async function start() {
     setError(null);
@@ -40,37 +43,72 @@ function Mfa(props: { me: Me; onChange: () => void }) {
       await api("POST", "/api/v1/me/mfa/confirm", { code: code.replace(/\s/g, "") });
       setEnrol(null);
       setCode("");
-      setOk("Two-factor authentication is on. You will be asked for a code when you sign in.");
+      setOk("Two-factor authentication is on. You will be asked for a code when you sign in; your other sessions were signed out.");
       props.onChange();
     } catch (err) {
-      setError(err instanceof ApiError && err.status === 401 ? "That code is not valid. Enter the current code from your app." : message(err));
+      setError(invalid(err));
     }
   }
-  async function remove() {
-    if (!confirm_("Remove two-factor authentication from your account?")) return;
+  function startRemoving() {
+    setOk(null);
+    setError(null);
+    setCode("");
+    setRemoving(true);
+  }
+  async function remove(e: Event) {
+    e.preventDefault();
     setError(null);
     try {
-      await api("DELETE", "/api/v1/me/mfa");
+      await api("DELETE", "/api/v1/me/mfa", { code: code.replace(/\s/g, "") });
+      setRemoving(false);
+      setCode("");
       setOk("Two-factor authentication was removed.");
       props.onChange();
-    } catch (e) {
-      setError(message(e));
+    } catch (err) {
+      setError(invalid(err));
     }
   }
+  const codeField = (id: string, label: string) => (
+    <>
+      <label for={id}>{label}</label>
+      <input id={id} class="otp" inputMode="numeric" autocomplete="one-time-code" maxLength={8} required value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+    </>
+  );
 
   return (
     <section class="card" aria-labelledby="mfa-title">
       <h2 id="mfa-title">Two-factor authentication</h2>
       {ok && <Alert kind="ok">{ok}</Alert>}
-      {props.me.mfa && !enrol && (
+      {props.me.mfa && !enrol && !removing && (
         <>
           <p>
             <span class="badge badge-operational">On</span> Sign-in asks for a code from your authenticator app.
           </p>
-          <button type="button" class="danger" onClick={() => void remove()}>
+          <button type="button" class="danger" onClick={startRemoving}>
             Remove two-factor authentication
           </button>
         </>
+      )}
+      {props.me.mfa && removing && (
+        <form onSubmit={remove}>
+          <p>To remove two-factor authentication from your account, enter the code your authenticator app shows now.</p>
+          {codeField("mfa-remove-code", "Current code")}
+          {error && <Alert>{error}</Alert>}
+          <div class="actions">
+            <button type="submit" class="danger">
+              Remove
+            </button>
+            <button
+              type="button"
+              onClick={() => {
+                setRemoving(false);
+                setError(null);
+              }}
+            >
+              Cancel
+            </button>
+          </div>
+        </form>
       )}
       {!props.me.mfa && !enrol && (
         <>
@@ -94,8 +132,7 @@ function Mfa(props: { me: Me; onChange: () => void }) {
           <ol class="steps" start={2}>
             <li>Enter the 6-digit code the app shows.</li>
           </ol>
-          <label for="mfa-code">Code</label>
-          <input id="mfa-code" class="otp" inputMode="numeric" autocomplete="one-time-code" maxLength={8} required value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+          {codeField("mfa-code", "Code")}
           {error && <Alert>{error}</Alert>}
           <div class="actions">
             <button type="submit" class="primary">
@@ -107,13 +144,9 @@ function Mfa(props: { me: Me; onChange: () => void }) {
           </div>
         </form>
       )}
-      {error && !enrol && <Alert>{error}</Alert>}
+      {error && !enrol && !removing && <Alert>{error}</Alert>}
     </section>
   );
-}
-
-function confirm_(text: string): boolean {
-  return typeof window.confirm === "function" ? window.confirm(text) : true;
 }
 
 function Sessions() {

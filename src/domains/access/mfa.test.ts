@@ -145,6 +145,66 @@ describe("DELETE /me/mfa", () => {
   });
 });
 
+describe("removing a second factor in force needs a recent sign-in or the current code", () => {
+  const remove = (token: string, code?: string) => t.request("DELETE", "/api/v1/me/mfa", { token, body: code === undefined ? undefined : { code } });
+  const deniedRows = (p: Person) => t.core.sqlite.query("SELECT reason FROM audit_log WHERE operator_id = ? AND action = 'mfa.delete' AND outcome = 'denied' ORDER BY id").all(p.operator.id) as Array<{ reason: string }>;
+
+  test("a session signed in more than 10 minutes ago alone gets 401 mfa_required (audited); a wrong or replayed code 401 invalid_code; the current code 204", async () => {
+    const { p, seed } = await inForce();
+    t.clock.advance(10 * 60_000 + 1000);
+    const stale = await expectStatus(await remove(p.session), 401);
+    expect(stale.error).toBe("mfa_required");
+    expect(await mfaOf(p)).toBe(true);
+    expect(deniedRows(p).map((r) => r.reason)).toEqual(["needs a sign-in within the last 10 minutes or the current code"]);
+    const right = oath(seed);
+    expect((await expectStatus(await remove(p.session, right === "000000" ? "111111" : "000000"), 401)).error).toBe("invalid_code");
+    // A code already accepted (here by a sign-in) is not accepted again.
+    await expectStatus(await login(p, right), 200);
+    expect((await expectStatus(await remove(p.session, right), 401)).error).toBe("invalid_code");
+    expect(await mfaOf(p)).toBe(true);
+    t.clock.advance(STEP);
+    await expectStatus(await remove(p.session, oath(seed)), 204);
+    expect(await mfaOf(p)).toBe(false);
+    const allowed = t.core.sqlite.query("SELECT context FROM audit_log WHERE operator_id = ? AND action = 'mfa.delete' AND outcome = 'allowed'").get(p.operator.id) as { context: string };
+    expect(JSON.parse(allowed.context).proof).toBe("code");
+  });
+
+  test("a sign-in within the last 10 minutes removes it without a code; a staged seed needs neither", async () => {
+    const { p, seed } = await inForce();
+    t.clock.advance(10 * 60_000 + 1000);
+    const { token } = await expectStatus(await login(p, oath(seed)), 200);
+    t.clock.advance(9 * 60_000);
+    await expectStatus(await remove(token), 204);
+    expect(await mfaOf(p)).toBe(false);
+    await expectStatus(await enrol(p), 200);
+    t.clock.advance(10 * 60_000 + 1000);
+    await expectStatus(await remove(p.session), 204);
+  });
+
+  test("wrong codes count against the MFA limit: 429 with Retry-After", async () => {
+    const { p, seed } = await inForce();
+    t.clock.advance(10 * 60_000 + 1000);
+    const wrong = oath(seed) === "000001" ? "000002" : "000001";
+    for (let i = 0; i < 5; i++) await expectStatus(await remove(p.session, wrong), 401);
+    const res = await remove(p.session, oath(seed));
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    await expectStatus(res, 429);
+    expect(await mfaOf(p)).toBe(true);
+  });
+
+  test("turning MFA on ends the person's other sessions, not the one that turned it on", async () => {
+    const p = await makePerson(t, []);
+    const other = (await expectStatus(await login(p), 200)).token as string;
+    await expectStatus(await t.request("GET", "/api/v1/me", { token: other }), 200);
+    const { secret } = await expectStatus(await enrol(p), 200);
+    await expectStatus(await confirm(p, oath(secret)), 204);
+    await expectStatus(await t.request("GET", "/api/v1/me", { token: other }), 401);
+    await expectStatus(await t.request("GET", "/api/v1/me", { token: p.session }), 200);
+    const row = t.core.sqlite.query("SELECT context FROM audit_log WHERE operator_id = ? AND action = 'mfa.confirm' AND outcome = 'allowed'").get(p.operator.id) as { context: string };
+    expect(JSON.parse(row.context).sessions_ended).toBe(1);
+  });
+});
+
 describe("sign-in once MFA is in force", () => {
   test("no code → 401 mfa_required; wrong → 401 invalid_credentials; right → 200; the same code again → 401 (accepted once); two steps ago → 401", async () => {
     const { p, seed } = await inForce();

@@ -71,6 +71,8 @@ export const MeResponse = t.Object({
 export type MeResponse = typeof MeResponse.static;
 
 export const MfaConfirmBody = t.Object({ code: t.String({ maxLength: 16 }) });
+/** Not in the spec's DELETE /me/mfa (no body): ops takes the current code here (decision 0543). */
+export const MfaDeleteBody = t.Object({ code: t.Optional(t.String({ maxLength: 16, description: "The current TOTP code; needed unless this session signed in within the last 10 minutes" })) });
 export const MfaEnrolResponse = t.Object({
   secret: t.String({ description: "Base32, for manual entry; returned once and never again" }),
   uri: t.String({ description: "The otpauth:// URI an authenticator app scans" }),
@@ -122,6 +124,7 @@ export const identityModels = {
   MePolicy,
   MeResponse,
   MfaConfirmBody,
+  MfaDeleteBody,
   MfaEnrolResponse,
   OperatorResponse,
   CreateOperatorBody,

@@ -7,7 +7,7 @@ import type { Core } from "../../core/core";
 import { authzPlugin, requestMeta } from "../../core/authz/plugin";
 import { errors, NoContent } from "../../core/http-schemas";
 import { accessModels } from "./model";
-import { SessionIdParams } from "./model-identity";
+import { MfaDeleteBody, SessionIdParams } from "./model-identity";
 import { signIn, signOut, changePassword, sessionCookie, sessionView, guardSignInRequest } from "./signin";
 import { me, listSessions, revokeSession } from "./identity";
 import { SESSION_ABSOLUTE_MS } from "./sessions";
@@ -68,14 +68,15 @@ export function identityRoutes(core: Core) {
     })
     .delete(
       "/me/mfa",
-      ({ auth, status }) => {
-        deleteMfa(core, auth);
+      ({ auth, body, status }) => {
+        deleteMfa(core, auth, body?.code);
         return status(204, undefined);
       },
       {
         permission: "authenticated",
-        detail: { summary: "Drop the caller's own TOTP enrolment" },
-        response: { 204: NoContent, ...errors(401, 403, 409) },
+        body: t.Optional(MfaDeleteBody),
+        detail: { summary: "Drop the caller's own TOTP enrolment; one in force needs the current code or a sign-in within the last 10 minutes" },
+        response: { 204: NoContent, ...errors(401, 403, 409, 422, 429, 503) },
       },
     )
     .post(

@@ -1,7 +1,10 @@
 /**
  * Sessions: a person signs in (console or CLI) and gets a session bearer `opss_…`; only its
  * digest is stored. Console sessions end after 12 h idle or 7 days; CLI sessions after 30 days.
+ * A session is created only by a sign-in, so its `created_at` is when that sign-in happened
+ * (what "signed in recently" reads, decision 0543).
  */
+import { and, eq, isNull, ne } from "drizzle-orm";
 import type { Core } from "../../core/core";
 import type { Tx } from "../../core/db/client";
 import { newSecret, secretDigest, uuidv7 } from "../../core/ids";
@@ -39,4 +42,14 @@ export function insertSession(core: Core, t: Tx, operatorId: string, kind: "cons
 /** When `row` stops working, given the freshest last-seen time. */
 export function sessionEndsAt(row: Pick<SessionRow, "kind" | "expiresAt">, lastSeenAt: number): number {
   return Math.min(row.expiresAt, lastSeenAt + SESSION_IDLE_MS[row.kind]);
+}
+
+/** End every live session of `operatorId` but `keep` (the caller's own) inside `t`; returns how many ended. */
+export function endOtherSessions(t: Tx, operatorId: string, keep: string | null, now: number): number {
+  return t
+    .update(sessions)
+    .set({ revokedAt: now })
+    .where(and(eq(sessions.operatorId, operatorId), isNull(sessions.revokedAt), ne(sessions.id, keep ?? "")))
+    .returning({ id: sessions.id })
+    .all().length;
 }
