@@ -237,7 +237,7 @@ describe("a tag pushed with git publishes the modules through a publish build", 
         layers: "1 layer(s) published; 1 already published by this tag (@ops/alpha@1.1.0)",
         locales: "2 locale file(s) registered; 2 module(s) recorded",
       });
-      expect(await logOf(done.id)).not.toContain("cargo package");
+      expect(await logOf(done.id)).not.toContain("Packaging");
       expect(audits("package:cargo:acme-alpha@1.1.0")).toBe(1);
       expect(audits("package:cargo:acme-beta@1.1.0")).toBe(1);
       expect(audits("package:npm:@ops/beta@1.1.0")).toBe(1);

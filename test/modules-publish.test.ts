@@ -178,7 +178,7 @@ describe("publishing modules with the real tools", () => {
       expect(layers.skipped).toEqual(["@ops/alpha@1.1.0"]);
       expect(layers.note).toBe("1 layer(s) published; 1 already published by this tag (@ops/alpha@1.1.0)");
       await publishLocales(retry);
-      expect(retryLog.join("\n")).not.toContain("cargo package");
+      expect(retryLog.join("\n")).not.toContain("Packaging");
       // Each crate version was published once, by the first attempt.
       expect(audits("package:cargo:acme-alpha@1.1.0")).toBe(1);
       expect(audits("package:cargo:acme-beta@1.1.0")).toBe(1);

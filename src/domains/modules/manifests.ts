@@ -8,7 +8,11 @@
  * keeping its key, so the code that says `alpha::` compiles unchanged. A sibling dev-dependency
  * by path alone is dropped, as `cargo package` drops path dev-dependencies. Any other path
  * dependency, and values inherited from a workspace, are refused: a published crate must stand
- * alone.
+ * alone. Every other dependency comes from crates.io: one that names a registry index, a registry
+ * or a git repository is refused, so nothing the repository writes sends `cargo package` to a
+ * host of its choosing (decision 0500). `[patch]` and `[replace]` are left out, each noted in the
+ * plan's log: cargo publishes neither, and it would fetch a patch's source while it resolves.
+ * `cargo-features` is refused: a published crate builds with a stable cargo.
  *
  * npm half (`modules/<name>/package.json`, the "layer"): renamed `@<scope>/<name>` with the tag's
  * version; a dependency on a sibling's layer — by its name, or `file:`/`link:`/`workspace:` to
@@ -43,6 +47,8 @@ export interface ReadHalf {
   /** Left out on purpose (`publish = false`, `"private": true`): why. */
   leftOut: string | null;
   problems: string[];
+  /** What the rewrite left out of the manifest, for the plan's log. */
+  notes: string[];
 }
 
 type Table = Record<string, unknown>;
@@ -84,12 +90,12 @@ export function readCrateHalf(text: string, ctx: HalfContext): ReadHalf {
   try {
     doc = Bun.TOML.parse(text) as Table;
   } catch (e) {
-    return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: null, problems: [`${file} is not valid TOML: ${(e as Error).message}`] };
+    return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: null, problems: [`${file} is not valid TOML: ${(e as Error).message}`], notes: [] };
   }
   const pkg = doc.package;
-  if (!isTable(pkg)) return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: null, problems: [`${file} has no [package] table`] };
+  if (!isTable(pkg)) return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: null, problems: [`${file} has no [package] table`], notes: [] };
   if (pkg.publish === false || (Array.isArray(pkg.publish) && pkg.publish.length === 0)) {
-    return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: `${file} says publish = false`, problems: [] };
+    return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: `${file} says publish = false`, problems: [], notes: [] };
   }
   if (isTable(doc.workspace)) problems.push(`${file} declares a [workspace]; a module's crate is packaged on its own`);
   const declaredVersion = typeof pkg.version === "string" ? pkg.version : null;
@@ -97,6 +103,13 @@ export function readCrateHalf(text: string, ctx: HalfContext): ReadHalf {
     if (k !== "version" && isTable(v) && v.workspace === true) problems.push(`${file} inherits package.${k} from a workspace; a module's crate must stand alone (write the value)`);
   }
   problems.push(...pathsOutside(doc, file));
+  if (doc["cargo-features"] !== undefined) problems.push(`${file} names cargo-features, which only a nightly cargo accepts; a module's crate must build with a stable cargo`);
+  const notes: string[] = [];
+  for (const k of ["patch", "replace"]) {
+    if (doc[k] === undefined) continue;
+    delete doc[k];
+    notes.push(`${file}: [${k}] left out: a published crate is resolved without it, as cargo publishes it`);
+  }
   pkg.name = crateNameOf(ctx.project, ctx.module);
   pkg.version = ctx.version;
   // The registry list names the client's registries, not ops's: packaging ignores it.
@@ -125,13 +138,16 @@ export function readCrateHalf(text: string, ctx: HalfContext): ReadHalf {
       } else {
         for (const s of ctx.crates) if (s !== ctx.module && crateNameOf(ctx.project, s) === realName) sibling = s;
       }
-      if (!sibling) continue;
+      if (!sibling) {
+        const elsewhere = elsewhereOf(spec);
+        if (elsewhere) problems.push(`${file} ${where} ${depKey} ${elsewhere}; a module's crate depends on crates.io and its sibling modules only`);
+        continue;
+      }
       if (kind === "dev-dependencies" && typeof spec.path === "string" && spec.version === undefined) {
         delete table[depKey];
         continue;
       }
-      delete spec.path;
-      delete spec["registry-index"];
+      for (const k of ["path", "registry-index", "git", "branch", "tag", "rev"]) delete spec[k];
       spec.package = crateNameOf(ctx.project, sibling);
       spec.version = ctx.version;
       spec.registry = CARGO_REGISTRY;
@@ -146,15 +162,24 @@ export function readCrateHalf(text: string, ctx: HalfContext): ReadHalf {
     requires: [...requires].sort(),
     leftOut: null,
     problems,
+    notes,
   };
+}
+
+/** Where a dependency that is not a sibling says it comes from, when that is not crates.io. */
+function elsewhereOf(spec: Table): string | null {
+  if (spec["registry-index"] !== undefined) return `names the registry index ${JSON.stringify(spec["registry-index"])}`;
+  if (spec.registry !== undefined) return `names the registry ${JSON.stringify(spec.registry)}`;
+  if (spec.git !== undefined) return `is a git dependency (${JSON.stringify(spec.git)})`;
+  return null;
 }
 
 /**
  * Manifest keys that name files cargo reads into the crate (`readme`, `license-file`, a build
  * script, targets' paths, `include`): each must be a relative path inside the module's folder.
  * cargo copies a `readme` or `license-file` from anywhere (`/etc/shadow`, `../../../keys`) into
- * the package, and ops runs `cargo package` outside the sandbox (pack.ts), so a value leaving the
- * folder would publish a host file.
+ * the package; the sandbox `cargo package` runs in (pack.ts) sees only the staged module and the
+ * host's system trees, and a value leaving the folder is refused before it gets there.
  */
 function pathsOutside(doc: Table, file: string): string[] {
   const out: string[] = [];
@@ -168,9 +193,6 @@ function pathsOutside(doc: Table, file: string): string[] {
   for (const k of ["readme", "license-file", "build", "workspace"]) check(`package.${k}`, pkg[k]);
   for (const k of ["include", "exclude"]) if (Array.isArray(pkg[k])) (pkg[k] as unknown[]).forEach((v, i) => check(`package.${k}[${i}]`, v));
   if (isTable(doc.lib)) check("lib.path", doc.lib.path);
-  // [patch.<source>] and [replace] entries with a path make cargo read that crate while it resolves.
-  if (isTable(doc.patch)) for (const [src, table] of Object.entries(doc.patch)) if (isTable(table)) for (const [k, v] of Object.entries(table)) if (isTable(v)) check(`patch.${src}.${k}.path`, v.path);
-  if (isTable(doc.replace)) for (const [k, v] of Object.entries(doc.replace)) if (isTable(v)) check(`replace."${k}".path`, v.path);
   for (const k of ["bin", "example", "test", "bench"]) {
     const list = doc[k];
     if (Array.isArray(list)) list.forEach((t, i) => isTable(t) && check(`[[${k}]] ${i + 1} path`, t.path));
@@ -201,9 +223,9 @@ export function readLayerHalf(text: string, ctx: HalfContext): ReadHalf {
     if (!isTable(parsed)) throw new Error("not an object");
     pj = parsed;
   } catch (e) {
-    return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: null, problems: [`${file} is not a JSON object: ${(e as Error).message}`] };
+    return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: null, problems: [`${file} is not a JSON object: ${(e as Error).message}`], notes: [] };
   }
-  if (pj.private === true) return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: `${file} says "private": true`, problems: [] };
+  if (pj.private === true) return { manifest: "", declaredVersion: null, description: "", requires: [], leftOut: `${file} says "private": true`, problems: [], notes: [] };
   const declaredVersion = typeof pj.version === "string" ? pj.version : null;
   pj.name = layerNameOf(ctx.scope, ctx.module);
   pj.version = ctx.version;
@@ -238,5 +260,6 @@ export function readLayerHalf(text: string, ctx: HalfContext): ReadHalf {
     requires: [...requires].sort(),
     leftOut: null,
     problems,
+    notes: [],
   };
 }

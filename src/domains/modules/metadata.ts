@@ -3,7 +3,7 @@
  * as cargo itself builds it for `cargo publish` (the registry web API's "new crate" JSON): the
  * in-process publish sends the same framing cargo sends, so the registry checks it the same way.
  */
-import { tarMember } from "./pack";
+import { tarMember } from "./tar";
 
 /** How cargo names crates.io in the metadata of a crate published to another registry. */
 const CRATES_IO_INDEX = "https://github.com/rust-lang/crates.io-index";

@@ -115,6 +115,19 @@ describe("pieces", () => {
     expect(bad.problems.join("\n")).toContain("inherits package.edition from a workspace");
     expect(bad.problems.join("\n")).toContain(`depends on the path "../../vendor/x"`);
     expect(readCrateHalf(`[package]\nname = "x"\npublish = false\n`, ctx).leftOut).toContain("publish = false");
+
+    // Only crates.io and the siblings: another registry, an index or a git repository is refused; a sibling's git source is dropped.
+    const elsewhere = readCrateHalf(
+      `cargo-features = ["edition2024"]\n[package]\nname = "beta"\n\n[dependencies]\na = { version = "1", registry-index = "sparse+http://10.0.0.1/" }\nb = { version = "1", registry = "corp" }\nc = { version = "1", git = "https://example.com/c" }\nalpha = { package = "acme-alpha", git = "https://example.com/alpha" }\n`,
+      ctx,
+    );
+    expect(elsewhere.problems).toEqual([
+      "modules/beta/Cargo.toml names cargo-features, which only a nightly cargo accepts; a module's crate must build with a stable cargo",
+      `modules/beta/Cargo.toml [dependencies] a names the registry index "sparse+http://10.0.0.1/"; a module's crate depends on crates.io and its sibling modules only`,
+      `modules/beta/Cargo.toml [dependencies] b names the registry "corp"; a module's crate depends on crates.io and its sibling modules only`,
+      `modules/beta/Cargo.toml [dependencies] c is a git dependency ("https://example.com/c"); a module's crate depends on crates.io and its sibling modules only`,
+    ]);
+    expect((Bun.TOML.parse(elsewhere.manifest) as any).dependencies.alpha).toEqual({ package: "acme-alpha", version: "2.0.0", registry: "ops" });
   });
 
   test("a crate's file keys must stay inside the module: readme, license-file, build, targets and include leaving it are refused", () => {
@@ -124,9 +137,12 @@ describe("pieces", () => {
       ctx,
     );
     const said = hostile.problems.join("\n");
-    for (const key of ["package.readme", "package.license-file", "package.build", "package.include[1]", "lib.path", "[[bin]] 1 path", "patch.crates-io.serde.path"]) expect(said).toContain(`${key} is "`);
-    expect(hostile.problems).toHaveLength(7);
+    for (const key of ["package.readme", "package.license-file", "package.build", "package.include[1]", "lib.path", "[[bin]] 1 path"]) expect(said).toContain(`${key} is "`);
+    expect(hostile.problems).toHaveLength(6);
     expect(said).toContain("outside the module's folder");
+    // A [patch] is not published and would send cargo to its source while it resolves: left out, and said.
+    expect((Bun.TOML.parse(hostile.manifest) as Record<string, unknown>).patch).toBeUndefined();
+    expect(hostile.notes).toEqual(["modules/beta/Cargo.toml: [patch] left out: a published crate is resolved without it, as cargo publishes it"]);
     const fine = readCrateHalf(`[package]\nname = "beta"\nreadme = "docs/../README.md"\nlicense-file = "LICENSE"\nbuild = "build.rs"\ninclude = ["src/**"]\n\n[lib]\npath = "src/lib.rs"\n`, ctx);
     expect(fine.problems).toEqual([]);
   });

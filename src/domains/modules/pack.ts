@@ -1,40 +1,44 @@
 /**
  * Turning a module's halves into the archives a person's `cargo publish` / `npm publish` would
- * upload, with the real tools.
+ * upload, with the real tools, each in the project's sandbox (`runNativeBuild`: its network
+ * namespace, uid, memory, process and time limits; DESIGN §6 "Every kind of run", decision 0500)
+ * over a staging copy of the module with ops's rewritten manifest.
  *
- * Layers: `npm pack` runs in the native builder's bubblewrap sandbox (runNativeBuild), over a
- * staging copy of the module with ops's rewritten package.json: npm runs the package's
- * `prepack`/`prepare` scripts there, as it would for `npm publish`.
+ * Layers: `npm pack`, which runs the package's `prepack`/`prepare` scripts there, as it would for
+ * `npm publish`.
  *
- * Crates: `cargo package --no-verify` over a staging copy with ops's rewritten Cargo.toml. It
- * does not run in the sandbox: the toolchain cargo needs is rustup's, under the home of the user
- * ops runs as (`/root/.rustup` here, 0700), which the sandbox user cannot reach, and Debian's cargo
- * is too old for sparse registries. `--no-verify` compiles nothing and runs no build script or
- * proc macro, the staging copy leaves out the module's `.cargo/` (so no repository config can name
- * a `rustc` or a runner) and symbolic links were refused by the plan, so no repository code runs.
- * cargo copies a `readme` or `license-file` from any path into the crate, so the plan refuses
- * manifest paths that leave the module (manifests.ts `pathsOutside`), and every file of the
- * packaged crate must be one of the staged module's own, byte for byte (`foreignCrateFiles`):
- * no host file is read into a crate (decision 0207). cargo gets a closed environment: its own CARGO_HOME whose
- * config names ops's registry `ops` and replaces it with a local registry holding exactly the
- * sibling crates this release depends on, read from ops's own registry storage, so the packaged
- * manifest and Cargo.lock name ops's sparse registry and no token reaches cargo.
+ * Crates: `cargo package --no-verify` with the cargo under the host's system trees, the one every
+ * sandbox sees (Debian's; rustup's, under the home of ops's user, is not visible there). Older
+ * than 1.68 it reads sparse registries only as the unstable `-Z sparse-registry`, so ops passes
+ * that flag alone (with `RUSTC_BOOTSTRAP=1`, which lets a stable cargo take it; the plan refuses
+ * `cargo-features`, so the manifest cannot use the licence). `--no-verify` compiles nothing and
+ * runs no build script or proc macro, and the staging copy leaves out the module's `.cargo/`.
+ * cargo gets a closed environment inside the sandbox's packaging folder (`/app`): its own
+ * CARGO_HOME whose config names ops's registry `ops` and replaces it with a local registry holding
+ * exactly the sibling crates this release depends on, read from ops's own registry storage, so the
+ * packaged manifest and Cargo.lock name ops's sparse registry and no token reaches cargo. The
+ * plan refuses dependencies from any other registry or git repository (manifests.ts); should one
+ * slip through, the network namespace keeps cargo off the host's loopback and private ranges.
+ * cargo copies a `readme` or `license-file` from any path it sees, so the plan refuses manifest
+ * paths that leave the module (manifests.ts `pathsOutside`), and every file of the packaged crate
+ * must be one of the module's own, byte for byte (`foreignCrateFiles`, decision 0207).
  */
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { copyFileSync, mkdirSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Core } from "../../core/core";
 import { PathRefused, readInside } from "../../core/inside";
-import { runNativeBuild } from "../../adapters/builder/native";
+import { runNativeBuild, SANDBOX_APP } from "../../adapters/builder/native";
+import type { BuildVariable } from "../../adapters/builder/types";
 import { projectIdentity, sandboxNetworkOf } from "../../adapters/sandbox";
-import { runLimited } from "../../adapters/builder/limits";
+import { HOST_TREES } from "../../adapters/sandbox/bwrap";
 import { DEFAULT_PATH } from "../../adapters/runtime/process";
 import { storedVersion } from "../registries/service";
 import { CARGO_REGISTRY } from "./manifests";
 import { SKIPPED_DIRS, type ModulePlan, type PlannedModule } from "./plan";
+import { replaceTarMember, tarEntries, tarMember } from "./tar";
 
-/** Largest tarball `npm pack` may leave for ops to publish. */
-const MAX_LAYER_BYTES = 256 * 1024 * 1024;
+/** Largest archive `npm pack` or `cargo package` may leave for ops to publish. */
+const MAX_ARCHIVE_BYTES = 256 * 1024 * 1024;
 
 export type LogLine = (level: "info" | "warn" | "error", line: string) => void;
 
@@ -46,7 +50,7 @@ export interface PackContext {
   workDir: string;
   log: LogLine;
   signal?: AbortSignal;
-  /** Whose sandbox identity and network `npm pack` (and the package's own scripts) run with. */
+  /** Whose sandbox identity and network `npm pack` and `cargo package` run with. */
   project: { id: string };
 }
 
@@ -72,47 +76,17 @@ function stageCopy(src: string, dest: string): void {
   }
 }
 
-/** The entries of a gzip'd tar: name, type flag and bytes. Reads ustar and GNU long names. */
-export function* tarEntries(gz: Uint8Array): Generator<{ name: string; type: string; data: Uint8Array }> {
-  const tar = Bun.gunzipSync(gz as Uint8Array<ArrayBuffer>);
-  const dec = new TextDecoder();
-  const cstr = (b: Uint8Array) => dec.decode(b.subarray(0, b.indexOf(0) === -1 ? b.length : b.indexOf(0)));
-  let off = 0;
-  let longName: string | null = null;
-  while (off + 512 <= tar.length) {
-    const h = tar.subarray(off, off + 512);
-    if (h.every((b) => b === 0)) return;
-    const size = parseInt(cstr(h.subarray(124, 136)).trim() || "0", 8);
-    const type = String.fromCharCode(h[156] || 48);
-    const prefix = cstr(h.subarray(345, 500));
-    const name = longName ?? (prefix ? `${prefix}/${cstr(h.subarray(0, 100))}` : cstr(h.subarray(0, 100)));
-    const data = tar.subarray(off + 512, off + 512 + size);
-    off += 512 + Math.ceil(size / 512) * 512;
-    if (type === "L") {
-      longName = cstr(data);
-      continue;
-    }
-    longName = null;
-    yield { name, type: type === "\0" ? "0" : type, data };
-  }
-}
-
-/** The bytes of regular file `member` in a gzip'd tar, or null. */
-export function tarMember(gz: Uint8Array, member: string): Uint8Array | null {
-  for (const e of tarEntries(gz)) if (e.type === "0" && e.name === member) return e.data;
-  return null;
-}
-
 /** Files cargo writes into a package itself, not copies of the module's. */
 const CARGO_GENERATED = new Set(["Cargo.toml", "Cargo.toml.orig", "Cargo.lock", ".cargo_vcs_info.json"]);
 
 /**
- * Every file of a packaged crate is one of the staged module's own regular files, byte for byte,
- * or one cargo generates. The manifest rules (manifests.ts `pathsOutside`) keep cargo from
- * reaching out of the module; this second check holds whatever way cargo might find to copy a
- * host file in (cargo runs as ops's user here, outside the sandbox).
+ * Every file of a packaged crate is one of the module's own regular files in the checkout, byte
+ * for byte, or one cargo generates. The manifest rules (manifests.ts `pathsOutside`) keep cargo
+ * from reaching out of the module; this second check holds whatever way cargo might find to copy
+ * another file it sees in (a system file of the sandbox, ops's own config beside the staging
+ * copy). The module is read without following a link (src/core/inside.ts).
  */
-export function foreignCrateFiles(crate: Uint8Array, root: string, srcDir: string): string[] {
+export function foreignCrateFiles(crate: Uint8Array, root: string, moduleDir: string): string[] {
   const foreign: string[] = [];
   for (const e of tarEntries(crate)) {
     const rel = e.name.startsWith(`${root}/`) ? e.name.slice(root.length + 1) : null;
@@ -121,9 +95,13 @@ export function foreignCrateFiles(crate: Uint8Array, root: string, srcDir: strin
       continue;
     }
     if (CARGO_GENERATED.has(rel)) continue;
-    const file = path.join(srcDir, rel);
-    const st = path.relative(srcDir, file).startsWith("..") ? null : lstatSync(file, { throwIfNoEntry: false });
-    if (!st?.isFile() || !Buffer.from(e.data).equals(readFileSync(file))) foreign.push(rel);
+    let own: Buffer | null = null;
+    try {
+      own = path.isAbsolute(rel) || rel.split("/").includes("..") ? null : readInside(moduleDir, rel, { what: "the crate's file", tree: "the module", maxBytes: MAX_ARCHIVE_BYTES });
+    } catch (e) {
+      if (!(e instanceof PathRefused)) throw e;
+    }
+    if (!own || !own.equals(e.data)) foreign.push(rel);
   }
   return foreign;
 }
@@ -162,107 +140,72 @@ async function writeLocalRegistry(core: Core, dir: string, plan: ModulePlan, m: 
   }
 }
 
-function findCargo(): string {
-  const cargo = Bun.which("cargo", { PATH: `${process.env.PATH ?? ""}:${path.join(homedir(), ".cargo", "bin")}:${DEFAULT_PATH}` });
-  if (!cargo) throw new PackFailure("cargo is not installed on the ops host: install a cargo ≥ 1.68 (rustup) to publish crates");
-  return cargo;
+/** The cargo every sandbox sees, by its path on the host (the same inside), and its minor version. */
+interface SandboxCargo {
+  path: string;
+  minor: number;
 }
 
-/** Package a module's crate half with `cargo package` (see the file comment): the `.crate` bytes and its normalised Cargo.toml. */
-export async function packageCrate(ctx: PackContext, plan: ModulePlan, m: PlannedModule): Promise<{ crate: Uint8Array; manifest: string }> {
+const cargoVersions = new Map<string, number>();
+
+/** The cargo under the host's system trees (what a sandbox's PATH finds), or why there is none. */
+function sandboxCargo(): SandboxCargo | string {
+  const missing = "no cargo is installed where sandboxes see it (the host's /usr): install Debian's cargo (apt-get install cargo) to publish crates; rustup's, under a person's home, is not visible to sandboxes";
+  const found = Bun.which("cargo", { PATH: DEFAULT_PATH });
+  if (!found) return missing;
+  const real = realpathSync(found);
+  if (!HOST_TREES.some((t) => real.startsWith(`${t}/`))) return `${found} leads to ${real}, outside the host's system trees a sandbox sees: ${missing}`;
+  const key = `${real}@${statSync(real).mtimeMs}`;
+  let minor = cargoVersions.get(key);
+  if (minor === undefined) {
+    // The host's own binary asked its version, with no configuration of anyone's.
+    const out = Bun.spawnSync([real, "--version"], { cwd: "/", env: { PATH: DEFAULT_PATH, HOME: "/nonexistent", CARGO_HOME: "/nonexistent" }, stdout: "pipe", stderr: "pipe" });
+    const m = /^cargo 1\.(\d+)\./.exec(out.stdout.toString());
+    if (out.exitCode !== 0 || !m) return `${found} --version did not say which cargo it is: ${out.stderr.toString().trim().slice(0, 200)}`;
+    minor = Number(m[1]);
+    cargoVersions.set(key, minor);
+  }
+  return { path: found, minor };
+}
+
+/** cargo learned sparse registries without `-Z sparse-registry` in 1.68. */
+const SPARSE_STABLE_MINOR = 68;
+
+/** The CARGO_HOME config of a packaging: ops's registry `ops`, replaced by the release's local registry (inside the sandbox). */
+function cargoConfig(sparse: string): string {
+  return [
+    `[registries.${CARGO_REGISTRY}]`,
+    `index = ${JSON.stringify(sparse)}`,
+    "",
+    "[source.ops-remote]",
+    `registry = ${JSON.stringify(sparse)}`,
+    'replace-with = "ops-release"',
+    "",
+    "[source.ops-release]",
+    `local-registry = ${JSON.stringify(path.posix.join(SANDBOX_APP, "registry"))}`,
+    "",
+    "[net]",
+    "retry = 0",
+    "",
+  ].join("\n");
+}
+
+const variable = (name: string, value: string): BuildVariable => ({ name, value, secret: false });
+
+/**
+ * Run `command` in the project's sandbox over `contextDir` (mounted at /app), as a build step
+ * with the build limits; a failure is a PackFailure naming `what`.
+ */
+async function runPacker(ctx: PackContext, what: string, contextDir: string, workDir: string, command: string, variables: BuildVariable[]): Promise<void> {
   const { core } = ctx;
-  const half = m.crate!;
-  const base = path.join(ctx.workDir, "crates", m.name);
-  rmSync(base, { recursive: true, force: true });
-  const src = path.join(base, "src");
-  stageCopy(path.join(ctx.treeDir, m.dir), src);
-  writeFileSync(path.join(src, "Cargo.toml"), half.manifest);
-  rmSync(path.join(src, "Cargo.lock"), { force: true });
-  const registry = path.join(base, "registry");
-  await writeLocalRegistry(core, registry, plan, m);
-  const sparse = `sparse+${core.config.publicUrl}/cargo/`;
-  const home = path.join(base, "home");
-  mkdirSync(home, { recursive: true });
-  writeFileSync(
-    path.join(home, "config.toml"),
-    [
-      `[registries.${CARGO_REGISTRY}]`,
-      `index = ${JSON.stringify(sparse)}`,
-      "",
-      "[source.ops-remote]",
-      `registry = ${JSON.stringify(sparse)}`,
-      'replace-with = "ops-release"',
-      "",
-      "[source.ops-release]",
-      `local-registry = ${JSON.stringify(registry)}`,
-      "",
-      "[net]",
-      "retry = 0",
-      "",
-    ].join("\n"),
-  );
-  const cargo = findCargo();
-  const target = path.join(base, "target");
-  const argv = [cargo, "package", "--no-verify", "--allow-dirty", "--manifest-path", path.join(src, "Cargo.toml")];
-  ctx.log("info", `$ cargo package --no-verify --allow-dirty   (${half.name} ${plan.version})`);
-  const rustupHome = process.env.RUSTUP_HOME ?? path.join(homedir(), ".rustup");
-  const verdict = await runLimited({
-    argv,
-    env: {
-      PATH: `${path.dirname(cargo)}:${DEFAULT_PATH}`,
-      HOME: home,
-      CARGO_HOME: home,
-      CARGO_TARGET_DIR: target,
-      CARGO_TERM_COLOR: "never",
-      ...(existsSync(rustupHome) ? { RUSTUP_HOME: rustupHome } : {}),
-      ...(process.env.RUSTUP_TOOLCHAIN ? { RUSTUP_TOOLCHAIN: process.env.RUSTUP_TOOLCHAIN } : {}),
-    },
-    cwd: src,
-    deadline: Date.now() + core.config.buildStepTimeoutSecs * 1000,
-    cgroup: null,
-    signal: ctx.signal,
-    onLine: (stream, line) => ctx.log(stream === "stderr" && /^error/.test(line) ? "error" : "info", line),
-  });
-  if (verdict.kind === "cancelled") throw new PackFailure("cancelled while cargo packaged the crate", true);
-  if (verdict.kind !== "ok") throw new PackFailure(`cargo package of ${half.name} ${verdict.why}`);
-  const file = path.join(target, "package", `${half.name}-${plan.version}.crate`);
-  if (!existsSync(file)) throw new PackFailure(`cargo package wrote no ${path.basename(file)}`);
-  const crate = new Uint8Array(readFileSync(file));
-  const foreign = foreignCrateFiles(crate, `${half.name}-${plan.version}`, src);
-  if (foreign.length > 0) throw new PackFailure(`the packaged crate holds ${foreign.slice(0, 3).map((f) => `"${f}"`).join(", ")}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""}, not files of ${m.dir}: refused (readme, license-file and targets must name files inside the module)`);
-  const toml = tarMember(crate, `${half.name}-${plan.version}/Cargo.toml`);
-  if (!toml) throw new PackFailure(`the packaged crate has no ${half.name}-${plan.version}/Cargo.toml`);
-  return { crate, manifest: new TextDecoder().decode(toml) };
-}
-
-/** The file name `npm pack` gives `name@version`. */
-export function npmPackName(name: string, version: string): string {
-  return `${name.replace(/^@/, "").replace("/", "-")}-${version}.tgz`;
-}
-
-/** Pack a module's layer with `npm pack` in the sandbox (see the file comment): the tarball's bytes. */
-export async function packLayer(ctx: PackContext, plan: ModulePlan, m: PlannedModule): Promise<Uint8Array> {
-  const { core } = ctx;
-  const half = m.layer!;
-  const base = path.join(ctx.workDir, "layers", m.name);
-  rmSync(base, { recursive: true, force: true });
-  const src = path.join(base, "src");
-  stageCopy(path.join(ctx.treeDir, m.dir), src);
-  writeFileSync(path.join(src, "package.json"), half.manifest);
-  const tgz = npmPackName(half.name, plan.version);
-  rmSync(path.join(src, tgz), { force: true });
   const res = await runNativeBuild(
     {
-      contextDir: src,
-      workDir: path.join(base, "work"),
+      contextDir,
+      workDir,
       cacheDir: null,
       checks: [],
-      build: ["npm pack"],
-      variables: [
-        { name: "npm_config_update_notifier", value: "false", secret: false },
-        { name: "npm_config_fund", value: "false", secret: false },
-        { name: "npm_config_audit", value: "false", secret: false },
-      ],
+      build: [command],
+      variables,
       memoryMb: core.config.buildMemoryMb,
       stepTimeoutSecs: core.config.buildStepTimeoutSecs,
       pids: core.config.sandboxPids,
@@ -274,17 +217,92 @@ export async function packLayer(ctx: PackContext, plan: ModulePlan, m: PlannedMo
     },
     { onLine: (l) => ctx.log(l.level, l.line), signal: ctx.signal, now: () => core.clock.now() },
   );
-  if (res.status === "cancelled") throw new PackFailure("cancelled while npm packed the layer", true);
-  if (res.status !== "succeeded") throw new PackFailure(`npm pack of ${half.name}: ${res.error ?? "failed"}`);
-  // The staging copy belongs to the sandbox user, and the package's own scripts (`postpack`) ran
-  // there: the tarball is read without following a link it may have become (src/core/inside.ts).
+  if (res.status === "cancelled") throw new PackFailure(`cancelled during ${what}`, true);
+  if (res.status !== "succeeded") throw new PackFailure(`${what}: ${res.error ?? "failed"}`);
+}
+
+/**
+ * A file the packer left in the staging folder, read without following a link it may have
+ * become: the folder belongs to the sandbox user (src/core/inside.ts).
+ */
+function packed(dir: string, rel: string, what: string, step: string): Uint8Array {
   let bytes: Buffer | null;
   try {
-    bytes = readInside(src, tgz, { what: "npm pack's tarball", tree: "the staging copy of the module", maxBytes: MAX_LAYER_BYTES });
+    bytes = readInside(dir, rel, { what, tree: "the staging copy of the module", maxBytes: MAX_ARCHIVE_BYTES });
   } catch (e) {
-    if (e instanceof PathRefused) throw new PackFailure(`npm pack of ${half.name}: ${e.message}`);
+    if (e instanceof PathRefused) throw new PackFailure(`${step}: ${e.message}`);
     throw e;
   }
-  if (!bytes) throw new PackFailure(`npm pack wrote no ${tgz}`);
+  if (!bytes) throw new PackFailure(`${step} wrote no ${path.basename(rel)}`);
   return new Uint8Array(bytes);
+}
+
+/** Package a module's crate half with `cargo package` in the sandbox (see the file comment): the `.crate` bytes and its normalised Cargo.toml. */
+export async function packageCrate(ctx: PackContext, plan: ModulePlan, m: PlannedModule): Promise<{ crate: Uint8Array; manifest: string }> {
+  const { core } = ctx;
+  const half = m.crate!;
+  const cargo = sandboxCargo();
+  if (typeof cargo === "string") throw new PackFailure(cargo);
+  const base = path.join(ctx.workDir, "crates", m.name);
+  rmSync(base, { recursive: true, force: true });
+  // What the sandbox sees at /app: the staged module, the release's local registry, cargo's home.
+  const app = path.join(base, "app");
+  const src = path.join(app, "src");
+  stageCopy(path.join(ctx.treeDir, m.dir), src);
+  writeFileSync(path.join(src, "Cargo.toml"), half.manifest);
+  rmSync(path.join(src, "Cargo.lock"), { force: true });
+  await writeLocalRegistry(core, path.join(app, "registry"), plan, m);
+  mkdirSync(path.join(app, "cargo-home"), { recursive: true });
+  writeFileSync(path.join(app, "cargo-home", "config.toml"), cargoConfig(`sparse+${core.config.publicUrl}/cargo/`));
+  const old = cargo.minor < SPARSE_STABLE_MINOR;
+  const command = `${cargo.path}${old ? " -Z sparse-registry" : ""} package --no-verify --allow-dirty --manifest-path src/Cargo.toml`;
+  const variables = [
+    variable("CARGO_HOME", path.posix.join(SANDBOX_APP, "cargo-home")),
+    variable("CARGO_TARGET_DIR", path.posix.join(SANDBOX_APP, "target")),
+    variable("CARGO_TERM_COLOR", "never"),
+    ...(old ? [variable("RUSTC_BOOTSTRAP", "1")] : []),
+  ];
+  const step = `cargo package of ${half.name}`;
+  ctx.log("info", `packaging ${half.name} ${plan.version} with cargo 1.${cargo.minor} in the project's sandbox`);
+  await runPacker(ctx, step, app, path.join(base, "work"), command, variables);
+  const root = `${half.name}-${plan.version}`;
+  let crate = packed(app, `target/package/${root}.crate`, "cargo package's crate", step);
+  const foreign = foreignCrateFiles(crate, root, path.join(ctx.treeDir, m.dir));
+  if (foreign.length > 0) throw new PackFailure(`the packaged crate holds ${foreign.slice(0, 3).map((f) => `"${f}"`).join(", ")}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ""}, not files of ${m.dir}: refused (readme, license-file and targets must name files inside the module)`);
+  const toml = tarMember(crate, `${root}/Cargo.toml`);
+  if (!toml) throw new PackFailure(`the packaged crate has no ${root}/Cargo.toml`);
+  const lock = old ? tarMember(crate, `${root}/Cargo.lock`) : null;
+  if (lock) crate = replaceTarMember(crate, `${root}/Cargo.lock`, modernLock(lock));
+  return { crate, manifest: new TextDecoder().decode(toml) };
+}
+
+/**
+ * A Cargo.lock as cargo ≥ 1.68 writes it: cargo's unstable sparse registries spelled a sparse
+ * source `registry+sparse+…`, which a later cargo takes for another source (`cargo install
+ * --locked` then refuses the lockfile as out of date).
+ */
+function modernLock(lock: Uint8Array): Uint8Array {
+  return new TextEncoder().encode(new TextDecoder().decode(lock).replaceAll('source = "registry+sparse+', 'source = "sparse+'));
+}
+
+/** The file name `npm pack` gives `name@version`. */
+export function npmPackName(name: string, version: string): string {
+  return `${name.replace(/^@/, "").replace("/", "-")}-${version}.tgz`;
+}
+
+/** Pack a module's layer with `npm pack` in the sandbox (see the file comment): the tarball's bytes. */
+export async function packLayer(ctx: PackContext, plan: ModulePlan, m: PlannedModule): Promise<Uint8Array> {
+  const half = m.layer!;
+  const base = path.join(ctx.workDir, "layers", m.name);
+  rmSync(base, { recursive: true, force: true });
+  const src = path.join(base, "src");
+  stageCopy(path.join(ctx.treeDir, m.dir), src);
+  writeFileSync(path.join(src, "package.json"), half.manifest);
+  const tgz = npmPackName(half.name, plan.version);
+  rmSync(path.join(src, tgz), { force: true });
+  const step = `npm pack of ${half.name}`;
+  const quiet = ["update_notifier", "fund", "audit"].map((k) => variable(`npm_config_${k}`, "false"));
+  await runPacker(ctx, step, src, path.join(base, "work"), "npm pack", quiet);
+  // The package's own scripts (`postpack`) ran in the staging copy: the tarball may be a link now.
+  return packed(src, tgz, "npm pack's tarball", step);
 }

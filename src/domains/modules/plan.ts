@@ -187,6 +187,7 @@ export function planModules(core: Core, input: PlanInput): ModulePlan {
     ] as const) {
       if (!half) continue;
       problems.push(...half.problems);
+      log.push(...half.notes);
       if (half.leftOut) log.push(`${rel}: no ${label === "Cargo.toml" ? "crate" : "layer"} published: ${half.leftOut}`);
       else if (half.declaredVersion !== null && half.declaredVersion !== version) log.push(`${rel}/${label}: version ${half.declaredVersion} published as ${version} (the tag)`);
     }
