@@ -20,6 +20,7 @@ import { Scheduler } from "./core/scheduler";
 import { EventBus } from "./core/events";
 import { NO_GRANTS } from "./core/authz/effective";
 import { authzPlugin, requestMeta, pathOf } from "./core/authz/plugin";
+import { sessionCookieName } from "./core/authz/credentials";
 import { normaliseError, toErrorBody, OpsError, invalid } from "./core/errors";
 import { bodyTooLarge, readBodyWithLimit, rememberJsonBody } from "./core/body";
 import { uuidv7 } from "./core/ids";
@@ -217,7 +218,7 @@ export function createHttpApp(core: Core) {
           components: {
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "A session bearer (opss_) or a minted token (opst_)." },
-              cookie: { type: "apiKey", in: "cookie", name: "ops_session", description: "The console's session cookie." },
+              cookie: { type: "apiKey", in: "cookie", name: sessionCookieName(core.config.publicUrl), description: "The console's session cookie (`__Host-ops_session` when ops is served over HTTPS)." },
             },
           },
         },

@@ -158,9 +158,12 @@ function exchange(port: number, bytes: string, ms = 5000): Promise<string> {
 
 /** Fields the proxies own: framing, hop-by-hop, Host and forwarding. */
 const OWNED = new Set(["host", "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding", "content-length", "expect", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-real-ip", "forwarded", "proxy-authorization"]);
+const FORWARDING = ["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-real-ip", "forwarded"];
+/** A field name as servers that read `_` as `-` (CGI, WSGI, Rack) read it: ops drops the underscore spellings of the fields it owns, nginx here forwards them. */
+const dashed = (n: string) => n.replace(/_/g, "-");
 
 function comparable(s: Seen, named: ReadonlySet<string>) {
-  const headers = s.headers.filter(([n]) => !OWNED.has(n) && !named.has(n)).map(([n, v]) => `${n}: ${v}`);
+  const headers = s.headers.filter(([n]) => !OWNED.has(dashed(n)) && !named.has(n)).map(([n, v]) => `${n}: ${v}`);
   return { method: s.method, target: s.target, body: s.body, headers };
 }
 
@@ -234,8 +237,15 @@ const CASES: Array<[string, string]> = [
   ["HTTP/1.2", `GET /a HTTP/1.2\r\n${H}\r\n`],
   ["a tab in the request line", `GET\t/a HTTP/1.1\r\n${H}\r\n`],
   ["absolute-form target", "GET http://app.test/abs?q=1 HTTP/1.1\r\nHost: app.test\r\n\r\n"],
+  ["absolute-form target, another Host", "GET http://app.test/abs HTTP/1.1\r\nHost: evil.example\r\n\r\n"],
+  ["absolute-form target, no Host", "GET http://app.test/abs HTTP/1.1\r\nX-A: 1\r\n\r\n"],
+  ["absolute-form target, HTTP/1.0, another Host", "GET http://app.test/abs HTTP/1.0\r\nHost: evil.example\r\n\r\n"],
   ["bytes above 0x7f in target and value", `GET /caf\xe9 HTTP/1.1\r\n${H}X-A: caf\xe9\r\n\r\n`],
   ["underscore in a field name", `GET /a HTTP/1.1\r\n${H}X_Under: 1\r\n\r\n`],
+  ["X_Forwarded_For", `GET /a HTTP/1.1\r\n${H}X_Forwarded_For: 6.6.6.6\r\n\r\n`],
+  ["X-Forwarded_For", `GET /a HTTP/1.1\r\n${H}X-Forwarded_For: 6.6.6.6\r\n\r\n`],
+  ["X_Real_IP", `GET /a HTTP/1.1\r\n${H}X_Real_IP: 6.6.6.6\r\n\r\n`],
+  ["X_Forwarded_Host and X_Forwarded_Proto", `GET /a HTTP/1.1\r\n${H}X_Forwarded_Host: evil.example\r\nX_Forwarded_Proto: https\r\n\r\n`],
   ["an empty field value", `GET /a HTTP/1.1\r\n${H}X-Empty:\r\n\r\n`],
   ["lines ending in bare LF", "GET /a HTTP/1.1\nHost: app.test\n\n"],
   // Chunk-size oddities.
@@ -395,6 +405,17 @@ describe("differential: ops's ingress against nginx, same backend", () => {
       expect(viaOps.victim).toEndWith("seen:GET /victim");
       expect(viaOps.afterVictim.map((s) => `${s.method} ${s.target}`)).toEqual(["GET /victim"]);
       expect(viaOps.seen.some((s) => s.body.includes("victim") || s.headers.some(([, v]) => v.includes("victim")))).toBe(false);
+      // Whatever the case: one Host, the target's own for an absolute-form target, and no
+      // forwarding field but the ones ops wrote, in no spelling.
+      const authority = /^[A-Z]+ https?:\/\/([^/ ]+)/.exec(bytes)?.[1];
+      for (const seen of viaOps.seen) {
+        const hosts = seen.headers.filter(([n]) => n === "host").map(([, v]) => v);
+        expect(hosts.length).toBe(1);
+        if (authority !== undefined && seen === viaOps.seen[0]) expect(hosts[0]).toBe(authority);
+        const fwd = seen.headers.filter(([n]) => FORWARDING.includes(dashed(n)));
+        expect(fwd.map(([n]) => n).sort()).toEqual([...FORWARDING].sort());
+        expect(fwd.filter(([n]) => n === "x-forwarded-for" || n === "x-real-ip").map(([, v]) => v)).toEqual(["127.0.0.1", "127.0.0.1"]);
+      }
       // The smuggled request of the issue never reaches the app.
       expect(viaOps.seen.some((s) => s.target === "/SMUGGLED" || s.target === "/capture")).toBe(false);
     });

@@ -9,88 +9,12 @@
  * requests that must get a 4xx and never reach the replica.
  */
 import { describe, test, expect, afterEach, beforeEach } from "bun:test";
-import type { Socket, TCPSocketListener } from "bun";
+import type { Socket } from "bun";
 import { createHash } from "node:crypto";
 import { createIngress, type Ingress } from "../src/adapters/ingress/ingress";
 import { FrameTracker } from "../src/adapters/ingress/ws-frames";
 import { until } from "./runtime-fixtures";
-
-interface Raw {
-  port: number;
-  /** Connections accepted so far. */
-  accepted: number;
-  /** Request heads received, in order. */
-  heads: string[];
-  /** Bytes received after heads (bodies), per connection in order, as latin1. */
-  bodies: string[];
-  stop(): void;
-}
-
-/** A TCP replica calling `answer` with each request head; body bytes are collected, not parsed. */
-function rawServer(answer: (head: string, s: Socket<{ buf: string; conn: number }>, n: number) => void): Raw {
-  const raw: Raw = { port: 0, accepted: 0, heads: [], bodies: [], stop: () => undefined };
-  const server: TCPSocketListener<{ buf: string; conn: number }> = Bun.listen<{ buf: string; conn: number }>({
-    hostname: "127.0.0.1",
-    port: 0,
-    socket: {
-      open(s) {
-        s.data = { buf: "", conn: raw.accepted++ };
-        raw.bodies[s.data.conn] = "";
-      },
-      data(s, bytes) {
-        s.data.buf += bytes.toString("latin1");
-        for (;;) {
-          const end = s.data.buf.indexOf("\r\n\r\n");
-          if (end < 0 || !/^[A-Z]+ \S+ HTTP\/1\.[01]\r\n/.test(s.data.buf)) {
-            if (end < 0 && /^[A-Z]+ /.test(s.data.buf)) return;
-            raw.bodies[s.data.conn] += s.data.buf;
-            s.data.buf = "";
-            return;
-          }
-          const head = s.data.buf.slice(0, end);
-          s.data.buf = s.data.buf.slice(end + 4);
-          raw.heads.push(head);
-          answer(head, s, raw.heads.length);
-        }
-      },
-    },
-  });
-  raw.port = server.port;
-  raw.stop = () => server.stop(true);
-  return raw;
-}
-
-/** Send `bytes` on a new connection and collect what comes back until `done(text)` or the close. */
-function talk(port: number, bytes: string | Buffer, done: (got: string) => boolean = () => false, timeoutMs = 5000): Promise<{ text: string; closed: boolean }> {
-  return new Promise((resolve, reject) => {
-    let got = "";
-    let settled = false;
-    const settle = (closed: boolean, s?: Socket<undefined>) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      s?.end();
-      resolve({ text: got, closed });
-    };
-    const timer = setTimeout(() => settle(false), timeoutMs);
-    Bun.connect({
-      hostname: "127.0.0.1",
-      port,
-      socket: {
-        open(s) {
-          s.write(bytes);
-        },
-        data(s, b) {
-          got += b.toString("latin1");
-          if (done(got)) settle(false, s);
-        },
-        close() {
-          settle(true);
-        },
-      },
-    }).catch(reject);
-  });
-}
+import { rawServer, streamingReplica, talk, type Raw } from "./support/ingress";
 
 const servers: Raw[] = [];
 const serve = (answer: Parameters<typeof rawServer>[0]) => {
@@ -237,30 +161,7 @@ describe("responses", () => {
 
   test("a streamed answer is read from the replica only as fast as the client reads it", async () => {
     const total = 64 << 20;
-    let written = 0;
-    const block = Buffer.alloc(1 << 16, 120);
-    const server = Bun.listen<{ more?: () => void }>({
-      hostname: "127.0.0.1",
-      port: 0,
-      socket: {
-        data(s) {
-          s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${total}\r\n\r\n`);
-          s.data = {
-            more: () => {
-              while (written < total) {
-                const n = s.write(block.subarray(written % block.length));
-                if (n <= 0) return;
-                written += n;
-              }
-            },
-          };
-          s.data.more!();
-        },
-        drain(s) {
-          s.data.more?.();
-        },
-      },
-    });
+    const server = streamingReplica(total);
     try {
       ingress.setService({ service: { project: "p", environment: "production", service: "web" }, routes: [{ hosts: ["app.test"] }], upstreams: [{ host: "127.0.0.1", port: server.port }] });
       let got = 0;
@@ -290,17 +191,17 @@ describe("responses", () => {
       let at = -1;
       let still = 0;
       await until("the replica's writes stalled", () => {
-        still = written === at ? still + 1 : 0;
-        at = written;
-        return still >= 20 || written === total;
+        still = server.written() === at ? still + 1 : 0;
+        at = server.written();
+        return still >= 20 || server.written() === total;
       }, 60_000, 5);
-      expect(written).toBeLessThan(total / 2);
+      expect(server.written()).toBeLessThan(total / 2);
       client.resume();
       await finished;
-      expect(written).toBe(total);
+      expect(server.written()).toBe(total);
       client.end();
     } finally {
-      server.stop(true);
+      server.stop();
     }
   });
 });

@@ -2,7 +2,7 @@
 import { describe, test, expect } from "bun:test";
 import { forwardedFields, peerAddress, trustedProxies } from "./forwarded";
 import { parseRequestHead } from "./request-parser";
-import { withoutSessionCookie, carriesOpsCredential } from "./credentials";
+import { carriesOpsCredential, setsSessionCookie, withoutSessionCookie } from "./credentials";
 
 const client = parseRequestHead("GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 6.6.6.6, 10.0.0.7\r\nX-Real-IP: 6.6.6.6\r\nForwarded: for=6.6.6.6\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: shop.test").forwarding;
 
@@ -40,5 +40,9 @@ describe("ops's credentials", () => {
     expect(carriesOpsCredential(`Basic ${Buffer.from(`git:${token}`).toString("base64")}`)).toBe(true);
     expect(carriesOpsCredential(`Basic ${Buffer.from("user:password").toString("base64")}`)).toBe(false);
     expect(carriesOpsCredential("Bearer app-token")).toBe(false);
+  });
+  test("what an app may not set: ops's session cookie by either name, in any case, or as a nameless cookie", () => {
+    for (const v of ["ops_session=x", " ops_session =x; Path=/", "__Host-ops_session=x; Secure", "OPS_SESSION=x", "=ops_session=x", "= __Host-ops_session=x", "ops_session"]) expect([v, setsSessionCookie(v)]).toEqual([v, true]);
+    for (const v of ["a=ops_session", "ops_session_x=1", "x=1; ops_session=2", "__Secure-ops_session=1"]) expect([v, setsSessionCookie(v)]).toEqual([v, false]);
   });
 });

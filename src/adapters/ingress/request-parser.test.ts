@@ -126,6 +126,41 @@ describe("request heads", () => {
     expect([kept(app), app.strippedCredential]).toEqual(["\r\nHost: a\r\nCookie: session=abc\r\nAuthorization: Bearer app-token", false]);
   });
 
+  test("an Authorization ops would accept is removed however it is spelled: any whitespace after the scheme, stray characters in base64, split over two fields", () => {
+    const token = `opst_${"c".repeat(49)}`;
+    const b64 = Buffer.from(`git:${token}`).toString("base64");
+    const forms = [`Basic\t${b64}`, `basic   ${b64}`, `Basic ${b64.slice(0, 8)}!*${b64.slice(8)}`, `Basic ${b64.slice(0, 10)}\t${b64.slice(10)}`, `BASIC ${b64}\xa0`, `Bearer\t${token}`];
+    for (const f of forms) {
+      const r = parseRequestHead(`GET / HTTP/1.1\r\nHost: a\r\nAuthorization: ${f}\r\nX: 1`);
+      expect([f, kept(r), r.strippedCredential]).toEqual([f, "\r\nHost: a\r\nX: 1", true]);
+    }
+    // ops joins two Authorization fields with ", " and decodes the base64 across them.
+    const split = parseRequestHead(`GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Basic ${b64.slice(0, 12)}\r\nX: 1\r\nAuthorization: ${b64.slice(12)}`);
+    expect([kept(split), split.strippedCredential]).toEqual(["\r\nHost: a\r\nX: 1", true]);
+    const two = parseRequestHead("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer one\r\nAuthorization: Bearer two");
+    expect([kept(two), two.strippedCredential]).toEqual(["\r\nHost: a\r\nAuthorization: Bearer one\r\nAuthorization: Bearer two", false]);
+  });
+
+  test("the session cookie is removed in its HTTPS spelling too", () => {
+    const r = parseRequestHead("GET / HTTP/1.1\r\nHost: a\r\nCookie: a=1; __Host-ops_session=x; ops_session=y; b=2");
+    expect(kept(r) + r.rewritten).toBe("\r\nHost: a\r\nCookie: a=1; b=2");
+  });
+
+  test("an absolute-form target's authority replaces Host; an HTTP/1.1 request without Host is a 400", () => {
+    const r = parseRequestHead("GET http://b.test:81/p?q HTTP/1.1\r\nHost: evil.example\r\nX: 1");
+    expect([r.host, r.target, r.path, kept(r), r.rewritten]).toEqual(["b.test:81", "/p?q", "/p?q", "\r\nX: 1", "\r\nHost: b.test:81"]);
+    const cookie = parseRequestHead("GET http://b/ HTTP/1.1\r\nCookie: ops_session=x; a=1\r\nHost: c");
+    expect([kept(cookie), cookie.rewritten]).toEqual(["", "\r\nHost: b\r\nCookie: a=1"]);
+    expect(parseRequestHead("GET http://b/ HTTP/1.0").host).toBe("b");
+    for (const h of ["GET http://b/ HTTP/1.1", "GET / HTTP/1.1\r\nX: 1", "GET http://b/ HTTP/1.1\r\nHost: a\r\nHost: b", "OPTIONS * HTTP/1.1", "GET * HTTP/1.1\r\nHost: a"]) expect([h, refused(h)]).toEqual([h, 400]);
+    expect(parseRequestHead("OPTIONS * HTTP/1.1\r\nHost: a").path).toBe("/");
+  });
+
+  test("a field ops owns spelled with underscores (read as `-` by CGI, WSGI, Rack) is dropped; other underscore names are kept", () => {
+    const r = parseRequestHead("GET / HTTP/1.1\r\nHost: a\r\nX_Forwarded_For: 1\r\nx-forwarded_for: 2\r\nX_REAL_IP: 3\r\nX_Forwarded_Proto: 4\r\nX_Forwarded-Host: 5\r\nContent_Length: 6\r\nTransfer_Encoding: chunked\r\nKeep_Alive: 7\r\nProxy_Authorization: 8\r\nX_Under: 9\r\nX-Forwarded_For_: 10");
+    expect([kept(r), r.body, r.forwarding.forwardedFor]).toEqual(["\r\nHost: a\r\nX_Under: 9\r\nX-Forwarded_For_: 10", 0, null]);
+  });
+
   test("bytes above 0x7f in the target and values are kept; the head is then not ASCII", () => {
     const r = parseRequestHead("GET /caf\xe9 HTTP/1.1\r\nHost: a\r\nX: \xe9");
     expect([r.target, r.ascii, kept(r)]).toEqual(["/caf\xe9", false, "\r\nHost: a\r\nX: \xe9"]);

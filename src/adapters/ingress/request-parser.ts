@@ -7,17 +7,16 @@
  * `Content-Length`, a repeated or non-decimal `Content-Length`, obs-fold, whitespace before a
  * colon, a bare CR or LF, NUL or other controls, two `Host` fields, and a `Connection` token
  * naming a framing field, `Host` or a field ops sets (a hop-by-hop removal must never touch
- * framing: that is request smuggling's oldest door).
+ * framing: that is request smuggling's oldest door); an HTTP/1.1 request without Host. Fields
+ * ops owns spelled with underscores are dropped, and an absolute-form target's authority
+ * replaces the client's Host.
  *
  * Heads are latin1 strings (one byte, one char), so bytes above 0x7f survive the round trip.
  */
 import { HttpError } from "./http-error";
 import { carriesOpsCredential, withoutSessionCookie } from "./credentials";
 import { LINE, methodOf, requestLine } from "./request-line";
-
-/** tchar (RFC 9110 §5.6.2) by char code: 1 for a token character. */
-export const TCHAR = new Uint8Array(256);
-for (const ch of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") TCHAR[ch.charCodeAt(0)] = 1;
+import { dropNamed, nameIs, nameIsUnderscored, TCHAR, tokens } from "./fields";
 
 /** A Host value: a reg-name or IPv4 address, or a bracketed IPv6 literal, with an optional port. */
 const HOST_VALUE = /^(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
@@ -67,27 +66,6 @@ for (const [name, kind] of [
 ] as Array<[string, F]>)
   (BY_LENGTH[name.length] ??= []).push([name, kind]);
 
-/** Whether `head[from, from + name.length)` is `name` (lower case), ignoring ASCII case. */
-export function nameIs(head: string, from: number, name: string): boolean {
-  for (let i = 0; i < name.length; i++) if ((head.charCodeAt(from + i) | 0x20) !== name.charCodeAt(i)) return false;
-  return true;
-}
-
-/** The comma-separated tokens of a list field, trimmed and lower case. */
-export function tokens(list: string | null): string[] {
-  if (!list) return [];
-  if (!list.includes(",")) {
-    const v = list.trim();
-    return v ? [v.toLowerCase()] : [];
-  }
-  const out: string[] = [];
-  for (const t of list.split(",")) {
-    const v = t.trim();
-    if (v) out.push(v.toLowerCase());
-  }
-  return out;
-}
-
 /** The client's own forwarding fields (kept, and appended to, only for a trusted peer). */
 export interface ClientForwarding {
   forwardedFor: string | null;
@@ -104,7 +82,7 @@ export interface RequestHead {
   /** The path and query the route table matches (`/` for `*`). */
   path: string;
   http10: boolean;
-  /** The Host field as sent, or the authority of an absolute-form target (null: none). */
+  /** The Host field as sent, or the authority of an absolute-form target, which replaces it (null: none). */
   host: string | null;
   /** Body framing decided by ops: -1 chunked, else the length in bytes (0: none). */
   body: number;
@@ -120,7 +98,7 @@ export interface RequestHead {
   head: string;
   /** [start, end) ranges of `head` holding the field lines forwarded as they are (each starts with CRLF). */
   keep: number[];
-  /** Field lines ops rewrote (a Cookie without ops's session), each starting with CRLF. */
+  /** Field lines ops wrote (the Host of an absolute-form target, a Cookie without ops's session), each starting with CRLF. */
   rewritten: string;
   /** An ops session cookie or ops credential was removed. */
   strippedCredential: boolean;
@@ -180,15 +158,19 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
   let ascii = (line & 1) === 1;
   const http10 = (line & 2) === 0;
 
+  // An absolute-form target names the host; the client's Host field is replaced by it (RFC 9112 §3.2.2, decision 0520).
+  const absolute = head.charCodeAt(mEnd + 1) !== 47 /* / */ && !(tEnd === mEnd + 2 && head.charCodeAt(mEnd + 1) === 42); /* * */
   let host: string | null = null;
   let hosts = 0;
+  let auths: string | null = null;
+  let authLines = 0;
   let length: string | null = null;
   let lengths = 0;
   let te: string | null = null;
   let tes = 0;
   let connection: string | null = null;
   let upgrade: string | null = null;
-  let cookieRewrite = "";
+  let rewritten = "";
   let stripped = false;
   let forwarding: ClientForwarding | null = null;
   // Ranges of kept lines; a dropped line ends the current range.
@@ -231,7 +213,15 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
       for (let k = 0; k < candidates.length; k++) {
         const name = candidates[k][0];
         const kind = candidates[k][1];
-        if (!nameIs(head, at + 2, name)) continue;
+        if (!nameIs(head, at + 2, name)) {
+          // `X_Forwarded_For` is `X-Forwarded-For` to servers that read `_` as `-` (CGI, WSGI,
+          // Rack): a field ops owns spelled with underscores is dropped (decision 0520).
+          if (nameIsUnderscored(head, at + 2, name)) {
+            drop = true;
+            break;
+          }
+          continue;
+        }
         if (kind === F.Drop) {
           drop = true;
           break;
@@ -239,6 +229,7 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
         if (kind === F.Host) {
           host = hostValue(head, colon + 1, end, lastHost);
           hosts++;
+          drop = absolute;
           break;
         }
         // Framing values are trimmed of spaces only: a tab there is read as part of the value by
@@ -293,11 +284,13 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
             if (kept !== v) {
               drop = true;
               stripped = true;
-              if (kept !== "") cookieRewrite += `\r\n${head.slice(at + 2, colon)}: ${kept}`;
+              if (kept !== "") rewritten += `\r\n${head.slice(at + 2, colon)}: ${kept}`;
             }
             break;
           }
           case F.Authorization:
+            auths = join(auths, v);
+            authLines++;
             if (carriesOpsCredential(v)) {
               drop = true;
               stripped = true;
@@ -321,21 +314,23 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
   if (head.length > runStart) keep.push(runStart, head.length);
 
   if (hosts > 1) throw bad("the request has more than one Host field");
+  if (hosts === 0 && !http10) throw bad("the request named no host");
   if (host !== null && host !== "" && host !== lastHost && !HOST_VALUE.test(host)) throw bad("the Host field is malformed");
 
   // The target: origin form, `*` for OPTIONS, or absolute form (its authority is the host).
   let target = head.slice(mEnd + 1, tEnd);
   let path = target;
-  if (target.charCodeAt(0) !== 47 /* / */) {
-    if (target === "*" && method === "OPTIONS") path = "/";
-    else {
-      const abs = /^https?:\/\/([^/?#@]+)([/?][^#]*)?$/i.exec(target);
-      if (!abs || !HOST_VALUE.test(abs[1])) throw bad("the request target is malformed");
-      host = abs[1];
-      path = abs[2] ?? "/";
-      if (path.charCodeAt(0) !== 47) path = `/${path}`;
-      target = path;
-    }
+  if (target === "*") {
+    if (method !== "OPTIONS") throw bad("the request target is malformed");
+    path = "/";
+  } else if (absolute) {
+    const abs = /^https?:\/\/([^/?#@]+)([/?][^#]*)?$/i.exec(target);
+    if (!abs || !HOST_VALUE.test(abs[1])) throw bad("the request target is malformed");
+    host = abs[1];
+    path = abs[2] ?? "/";
+    if (path.charCodeAt(0) !== 47) path = `/${path}`;
+    target = path;
+    rewritten = `\r\nHost: ${host}${rewritten}`;
   }
   if (!host && !http10) throw bad("the request named no host");
 
@@ -361,30 +356,12 @@ export function parseRequestHead(head: string, lastHost: string | null = null): 
     else if (tok !== "keep-alive") (extra ??= new Set()).add(tok);
   }
   const websocket = !http10 && wantsUpgrade && tokens(upgrade).includes("websocket");
+  // Several Authorization fields reach ops joined by ", ": a credential split across them is one.
+  if (authLines > 1 && carriesOpsCredential(auths!)) {
+    (extra ??= new Set()).add("authorization");
+    stripped = true;
+  }
   if (extra !== null) dropNamed(head, keep, extra);
   const lineKept = !http10 && target.length === tEnd - mEnd - 1;
-  return { method, target, path, http10, host, body, hasLength: lengths === 1, close, websocket, ascii, head, keep, rewritten: cookieRewrite, strippedCredential: stripped, forwarding: forwarding ?? NO_FORWARDING, lineKept };
-}
-
-/** Remove from `keep` the field lines whose (lower case) name `names` holds. */
-function dropNamed(head: string, keep: number[], names: ReadonlySet<string>): void {
-  const out: number[] = [];
-  for (let k = 0; k < keep.length; k += 2) {
-    let runStart = keep[k];
-    const stop = keep[k + 1];
-    let at = runStart;
-    while (at < stop) {
-      let next = head.indexOf("\r\n", at + 2);
-      if (next < 0 || next > stop) next = stop;
-      const name = head.slice(at + 2, head.indexOf(":", at + 2)).toLowerCase();
-      if (names.has(name)) {
-        if (at > runStart) out.push(runStart, at);
-        runStart = next;
-      }
-      at = next;
-    }
-    if (stop > runStart) out.push(runStart, stop);
-  }
-  keep.length = 0;
-  keep.push(...out);
+  return { method, target, path, http10, host, body, hasLength: lengths === 1, close, websocket, ascii, head, keep, rewritten, strippedCredential: stripped, forwarding: forwarding ?? NO_FORWARDING, lineKept };
 }

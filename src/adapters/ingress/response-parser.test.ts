@@ -45,6 +45,15 @@ describe("response heads", () => {
     expect(kept(up)).toBe("\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: x");
   });
 
+  test("a Set-Cookie for ops's session cookie never passes, in either spelling or case, nor as a nameless cookie; the app's own do", () => {
+    const r = parse(
+      "HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: ops_session=opss_x; Path=/\r\nset-cookie:  __Host-ops_session=y; Secure; Path=/\r\nSET-COOKIE: OPS_SESSION=z\r\nSet-Cookie: =ops_session=w\r\nSet-Cookie: __host-OPS_session =v\r\nSet-Cookie: ops_session_theme=dark\r\nContent-Length: 0\r\nSet-Cookie: b=ops_session",
+    );
+    expect(kept(r)).toBe("\r\nSet-Cookie: a=1\r\nSet-Cookie: ops_session_theme=dark\r\nSet-Cookie: b=ops_session");
+    expect(r.plain).toBe(false);
+    expect(parse("HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nContent-Length: 0").plain).toBe(true);
+  });
+
   test("malformed answers are a 502", () => {
     for (const bad of ["HTTP/1.1 20 OK", "HTTP/2 200 OK", "HTTP/1.1 600 X", "HTTP/1.1 200 OK\r\nBad Field: x", "HTTP/1.1 200 OK\r\nContent-Length: 1x", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2", "HTTP/1.1 200 OK\r\nContent-Length: -1", "HTTP/1.1 200 OK\r\nX: a\nb", "HTTP/1.1 200 OK\r\nX: a\rb", "HTTP/1.1 200 OK\r\nX: a\0b"]) {
       let status = 0;

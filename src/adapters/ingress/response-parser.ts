@@ -6,10 +6,12 @@
  * value (copies that differ or do not parse are a 502: the response cannot be framed safely).
  * The head sent on to the client is written by serializer.ts from what this returns: the
  * replica's hop-by-hop fields (`Connection` and what it names, `Keep-Alive`, `Proxy-Connection`,
- * `TE`, `Trailer`, `Upgrade` outside a 101) and framing fields never pass as received.
+ * `TE`, `Trailer`, `Upgrade` outside a 101) and framing fields never pass as received, nor a
+ * `Set-Cookie` for ops's session cookie.
  */
 import { HttpError } from "./http-error";
-import { TCHAR, tokens } from "./request-parser";
+import { TCHAR, tokens } from "./fields";
+import { setsSessionCookie } from "./credentials";
 
 /** How a response body ends. */
 export const enum Body {
@@ -60,6 +62,7 @@ const enum R {
   TransferEncoding,
   Connection,
   Upgrade,
+  SetCookie,
   Drop,
 }
 
@@ -69,6 +72,7 @@ for (const [name, kind] of [
   ["transfer-encoding", R.TransferEncoding],
   ["connection", R.Connection],
   ["upgrade", R.Upgrade],
+  ["set-cookie", R.SetCookie],
   ["keep-alive", R.Drop],
   ["proxy-connection", R.Drop],
   ["te", R.Drop],
@@ -149,6 +153,11 @@ export function parseResponseHead(b: Buffer, from: number, method: string): Resp
       const field = candidates[k][0];
       const kind = candidates[k][1];
       if (!bytesAre(b, name, field)) continue;
+      if (kind === R.SetCookie) {
+        // An app never sets ops's session cookie (decision 0520); its other cookies pass.
+        if (setsSessionCookie(b.toString("latin1", value, i))) drops.push(lineStart, i);
+        break;
+      }
       if (kind === R.ContentLength) {
         let v = 0;
         let digits = 0;

@@ -21,7 +21,8 @@ describe("serializer", () => {
     const fwd = "\r\nx-forwarded-for: 1.2.3.4";
     expect(requestHeadOut(parseRequestHead("POST /x HTTP/1.0\r\nHost: a\r\nContent-Length: 3\r\nX: y"), fwd)).toBe("POST /x HTTP/1.1\r\nHost: a\r\nX: y\r\ncontent-length: 3\r\nx-forwarded-for: 1.2.3.4\r\n\r\n");
     expect(requestHeadOut(parseRequestHead("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\nHost: a"), fwd)).toBe("POST /x HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\nx-forwarded-for: 1.2.3.4\r\n\r\n");
-    expect(requestHeadOut(parseRequestHead("GET http://b/p HTTP/1.1\r\nHost: a"), "")).toBe("GET /p HTTP/1.1\r\nHost: a\r\n\r\n");
+    // An absolute-form target's authority replaces the client's Host (RFC 9112 §3.2.2).
+    expect(requestHeadOut(parseRequestHead("GET http://b/p HTTP/1.1\r\nHost: a\r\nX: y"), "")).toBe("GET /p HTTP/1.1\r\nX: y\r\nHost: b\r\n\r\n");
     expect(requestHeadOut(parseRequestHead("GET /s HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: upgrade"), "")).toBe("GET /s HTTP/1.1\r\nHost: a\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n");
   });
 

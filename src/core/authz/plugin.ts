@@ -22,6 +22,7 @@ import { AUTHENTICATED, ESTATE_KEYS, isPermissionKey, type PermissionKey } from 
 import { evaluate, denyReason, type Scope, type Grants, type Evaluation } from "./effective";
 import { OpsError } from "../errors";
 import { writeAudit } from "../audit";
+import { cookieValue, parseAuthorization, sessionCookieName } from "./credentials";
 
 /** Per-request context handed to a custom project or environment resolver. */
 export interface ResolveContext {
@@ -64,44 +65,15 @@ export interface AuthContext {
   meta: RequestMeta;
 }
 
-export const SESSION_COOKIE = "ops_session";
-
 /** The key a spec names (for the inventory test and OpenAPI). */
 export function specKey(spec: PermissionSpec): string {
   return typeof spec === "string" ? spec : spec.key;
 }
 
-function parseCookie(header: string | null, name: string): string | null {
-  if (!header) return null;
-  for (const part of header.split(";")) {
-    const i = part.indexOf("=");
-    if (i < 0) continue;
-    if (part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
-  }
-  return null;
-}
-
-/** Pull every credential form out of a request (Bearer, bare cargo token, Basic, cookie). */
-export function extractCredentials(request: Request, meta: RequestMeta): Credentials {
-  const auth = request.headers.get("authorization")?.trim() ?? "";
-  let bearer: string | null = null;
-  let basicUser: string | null = null;
-  let basicPassword: string | null = null;
-  if (/^bearer\s+/i.test(auth)) {
-    bearer = auth.replace(/^bearer\s+/i, "").trim() || null;
-  } else if (/^basic\s+/i.test(auth)) {
-    try {
-      const decoded = Buffer.from(auth.replace(/^basic\s+/i, "").trim(), "base64").toString("utf8");
-      const i = decoded.indexOf(":");
-      basicUser = i < 0 ? decoded : decoded.slice(0, i);
-      basicPassword = i < 0 ? null : decoded.slice(i + 1);
-    } catch {
-      // Unreadable basic credentials are simply absent.
-    }
-  } else if (auth !== "" && !/\s/.test(auth)) {
-    bearer = auth;
-  }
-  return { bearer, basicUser, basicPassword, cookie: parseCookie(request.headers.get("cookie"), SESSION_COOKIE), meta };
+/** Pull every credential form out of a request (Bearer, bare cargo token, Basic, the session cookie `cookieName`). */
+export function extractCredentials(request: Request, meta: RequestMeta, cookieName: string): Credentials {
+  const { bearer, basicUser, basicPassword } = parseAuthorization(request.headers.get("authorization"));
+  return { bearer, basicUser, basicPassword, cookie: cookieValue(request.headers.get("cookie"), cookieName), meta };
 }
 
 const metaByRequest = new WeakMap<Request, RequestMeta>();
@@ -298,12 +270,13 @@ const authByRequest = new WeakMap<Request, AuthContext>();
  * and seed so it runs once per request.
  */
 export function authzPlugin(core: Core) {
+  const cookieName = sessionCookieName(core.config.publicUrl);
   return new Elysia({ name: "ops-authz", seed: core.id })
     .derive({ as: "global" }, ({ request, server }) => {
       const meta = requestMeta(request, server);
       let principal: Principal | null = null;
       try {
-        principal = core.access.authenticate(extractCredentials(request, meta));
+        principal = core.access.authenticate(extractCredentials(request, meta, cookieName));
       } catch (e) {
         core.log.error("authentication hook failed", { req: meta.requestId, err: e });
       }

@@ -19,7 +19,8 @@ describe("POST /api/v1/auth/login", () => {
     expect(body.token).toStartWith("opss_");
     expect(body.session.kind).toBe("console");
     expect(body.session.current).toBe(true);
-    expect(cookie).toContain(`ops_session=${body.token}`);
+    // Served over HTTPS: the __Host- name no other host can set (decision 0520).
+    expect(cookie).toStartWith(`__Host-ops_session=${body.token}; Path=/;`);
     expect(cookie).toContain("HttpOnly");
     expect(cookie).toContain("SameSite=Strict");
     expect(cookie).toContain("Secure");
@@ -36,7 +37,7 @@ describe("POST /api/v1/auth/login", () => {
     const body = await expectStatus(res, 200);
     expect(body.session.kind).toBe("cli");
     const c = await expectStatus(await login({ email: p.email, password: p.password }), 200);
-    const viaCookie = await t.request("GET", "/api/v1/me", { headers: { cookie: `ops_session=${c.token}` } });
+    const viaCookie = await t.request("GET", "/api/v1/me", { headers: { cookie: `__Host-ops_session=${c.token}` } });
     expect((await expectStatus(viaCookie, 200)).via).toBe("console");
   });
 
@@ -97,7 +98,7 @@ describe("POST /api/v1/auth/logout", () => {
 
   test("403 for a cookie request without a matching Origin", async () => {
     const p = await makePerson(t, []);
-    await expectStatus(await t.request("POST", "/api/v1/auth/logout", { headers: { cookie: `ops_session=${p.session}`, origin: "https://evil.example" } }), 403);
+    await expectStatus(await t.request("POST", "/api/v1/auth/logout", { headers: { cookie: `__Host-ops_session=${p.session}`, origin: "https://evil.example" } }), 403);
     await expectStatus(await t.request("GET", "/api/v1/me", { token: p.session }), 200);
   });
 });

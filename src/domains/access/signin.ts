@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { coreLocal, type Core } from "../../core/core";
 import type { RequestMeta } from "../../core/authz/principal";
 import { sameOrigin, type AuthContext } from "../../core/authz/plugin";
+import { sessionCookieName } from "../../core/authz/credentials";
 import { actorOf } from "../../core/authz/principal";
 import { tx } from "../../core/db/client";
 import { auditAllowed, writeAudit } from "../../core/audit";
@@ -156,10 +157,10 @@ export async function signIn(core: Core, input: SignInInput, meta: RequestMeta):
   return { ...out, operator: op };
 }
 
-/** The Set-Cookie value carrying a console session (or clearing it with `secret` null). */
+/** The Set-Cookie value carrying a console session (or clearing it with `secret` null); `__Host-` over HTTPS (decision 0520). */
 export function sessionCookie(core: Core, secret: string | null, maxAgeSeconds: number): string {
   const secure = core.config.publicUrl.startsWith("https:") ? "; Secure" : "";
-  return `ops_session=${secret ?? ""}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${secret === null ? 0 : maxAgeSeconds}${secure}`;
+  return `${sessionCookieName(core.config.publicUrl)}=${secret ?? ""}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${secret === null ? 0 : maxAgeSeconds}${secure}`;
 }
 
 /**
