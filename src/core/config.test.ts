@@ -191,10 +191,10 @@ describe("loadConfig", () => {
 describe("the ingress's limits and trusted proxies", () => {
   test("defaults, settings, and refusals", () => {
     const d = loadConfig({}, {}, CWD);
-    expect(d.ingressLimits).toEqual({ headerTimeoutSecs: 10, idleTimeoutSecs: 75, bodyTimeoutSecs: 60, maxConnPerIp: 256, maxConnections: 10_000 });
+    expect(d.ingressLimits).toEqual({ headerTimeoutSecs: 10, idleTimeoutSecs: 75, bodyTimeoutSecs: 60, sendTimeoutSecs: 60, maxConnPerIp: 256, maxConnections: 10_000 });
     expect(d.trustedProxies).toEqual([]);
-    const c = loadConfig({ OPS_INGRESS_HEADER_TIMEOUT: "5", OPS_INGRESS_MAX_CONN_PER_IP: "16", OPS_TRUSTED_PROXIES: "10.0.0.0/8, 192.168.1.7,fd00::/8" }, {}, CWD);
-    expect([c.ingressLimits.headerTimeoutSecs, c.ingressLimits.maxConnPerIp, c.trustedProxies]).toEqual([5, 16, ["10.0.0.0/8", "192.168.1.7", "fd00::/8"]]);
+    const c = loadConfig({ OPS_INGRESS_HEADER_TIMEOUT: "5", OPS_INGRESS_SEND_TIMEOUT: "1", OPS_INGRESS_MAX_CONN_PER_IP: "16", OPS_TRUSTED_PROXIES: "10.0.0.0/8, 192.168.1.7,fd00::/8" }, {}, CWD);
+    expect([c.ingressLimits.headerTimeoutSecs, c.ingressLimits.sendTimeoutSecs, c.ingressLimits.maxConnPerIp, c.trustedProxies]).toEqual([5, 1, 16, ["10.0.0.0/8", "192.168.1.7", "fd00::/8"]]);
     for (const v of ["10.0.0.0/33", "example.com", "10.0.0.0/8/1", "::1/129"]) expect(bad({ OPS_TRUSTED_PROXIES: v }).message).toContain("OPS_TRUSTED_PROXIES");
     expect(bad({ OPS_INGRESS_HEADER_TIMEOUT: "0" }).message).toContain("OPS_INGRESS_HEADER_TIMEOUT");
   });

@@ -15,7 +15,8 @@ import { ChunkedDecoder, reframe } from "./chunked";
 import { Out } from "./serializer";
 import type { RequestHead } from "./request-parser";
 import { lookup } from "./table";
-import { badGatewayPage, notRoutedPage, type Page } from "./pages";
+import { HttpError } from "./http-error";
+import { badGatewayPage, badRequestPage, notRoutedPage, type Page } from "./pages";
 import { candidates, connect, forget, release, replicaFor, writeConn } from "./pool";
 import { afterRequests, clientFlow, endClient, nextRequest, respond, waitIdle } from "./listener";
 
@@ -95,7 +96,8 @@ export function tryNext(ctx: Ctx, ex: Exchange, again = false): void {
     ex.counted = replica;
     replica.inflight++;
   }
-  const idle = again ? undefined : replica.idle.pop();
+  let idle = again ? undefined : replica.idle.pop();
+  while (idle !== undefined && (idle.closed || !idle.reusable)) idle = replica.idle.pop();
   if (idle) {
     ex.reused = true;
     attach(ctx, ex, idle);
@@ -105,18 +107,31 @@ export function tryNext(ctx: Ctx, ex: Exchange, again = false): void {
   connect(ctx, replica, u.host, u.port).then(
     (conn) => {
       if (ex.finished) return release(ctx, conn);
+      // The replica wrote before it was asked (and the connection was retired): the next one is tried.
+      if (conn.closed || !conn.reusable) return unreachable(ctx, ex, "the replica wrote before it was asked");
       attach(ctx, ex, conn);
     },
     (e: Error) => {
       if (ex.finished) return;
-      ctx.downUntil.set(ex.key, Date.now() + ctx.settings.downMs);
-      ex.reason = e.message;
-      ctx.metrics.upstreamFailures++;
-      ctx.log?.warn("ingress upstream failed", { service: ex.target.key, upstream: ex.key, err: e.message });
-      uncount(ctx, ex);
-      tryNext(ctx, ex);
+      // Possibly after a timer (the connect timeout), not an I/O callback: see `unarmed`.
+      ctx.unarmed = true;
+      try {
+        unreachable(ctx, ex, e.message);
+      } finally {
+        ctx.unarmed = false;
+      }
     },
   );
+}
+
+/** The replica could not be reached: skipped for a moment, and the next one tried. */
+function unreachable(ctx: Ctx, ex: Exchange, reason: string): void {
+  ctx.downUntil.set(ex.key, Date.now() + ctx.settings.downMs);
+  ex.reason = reason;
+  ctx.metrics.upstreamFailures++;
+  ctx.log?.warn("ingress upstream failed", { service: ex.target.key, upstream: ex.key, err: reason });
+  uncount(ctx, ex);
+  tryNext(ctx, ex);
 }
 
 export function uncount(ctx: Ctx, ex: Exchange): void {
@@ -127,21 +142,61 @@ export function uncount(ctx: Ctx, ex: Exchange): void {
   }
 }
 
-/** Write the head and the body bytes already received; the rest follows as the client sends it. */
+/**
+ * Write the head and the body bytes already received; the rest follows as the client sends it.
+ * A body ops cannot frame is refused before anything is written, whether the connection came from
+ * the pool (inside the client's data callback) or was just opened (in a promise callback, where a
+ * throw would escape every handler: decision 0521).
+ */
 function attach(ctx: Ctx, ex: Exchange, u: Conn): void {
   const c = ex.client;
-  ex.up = u;
-  u.ex = ex;
-  u.buf = null;
   let bytes: Uint8Array | string = ex.forward;
   if (!ex.reqDone && c.buf) {
-    const { out, end } = takeBody(ex, c.buf, 0);
+    let taken: { out: Uint8Array | null; end: number };
+    try {
+      taken = takeBody(ex, c.buf, 0);
+    } catch (e) {
+      release(ctx, u);
+      return badBody(ctx, ex, e);
+    }
+    const { out, end } = taken;
     if (out !== null) bytes = Buffer.concat([typeof ex.forward === "string" ? Buffer.from(ex.forward, "latin1") : ex.forward, out]);
     c.buf = end < c.buf.length ? c.buf.subarray(end) : null;
     bodyRead(ex);
   }
+  ex.up = u;
+  u.ex = ex;
+  u.buf = null;
   writeConn(u, bytes);
+  armTurn(ctx, u);
   clientFlow(c);
+}
+
+/**
+ * Note the turn the request went out in (relay.ts refuses a replica's bytes read in that same
+ * turn: they were on their way before the request was). One immediate per turn ends it.
+ */
+function armTurn(ctx: Ctx, u: Conn): void {
+  if (ctx.unarmed) {
+    u.sentTurn = -1;
+    return;
+  }
+  u.sentTurn = ctx.turn;
+  if (!ctx.turnPending) {
+    ctx.turnPending = true;
+    setImmediate(endTurn, ctx);
+  }
+}
+
+function endTurn(ctx: Ctx): void {
+  ctx.turn++;
+  ctx.turnPending = false;
+}
+
+/** A request body ops cannot frame (a malformed chunk) is a bad request like a malformed head (decision 0247). */
+export function badBody(ctx: Ctx, ex: Exchange, e: unknown): void {
+  ctx.metrics.badRequests++;
+  fail(ctx, ex, badRequestPage(e instanceof HttpError ? e.status : 400, (e as Error).message));
 }
 
 /** The client's bytes while an exchange is under way: body bytes go to the replica, the rest waits. */

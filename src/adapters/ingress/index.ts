@@ -21,6 +21,7 @@ export function ingressOf(core: Core): Ingress {
       headerTimeoutMs: limits.headerTimeoutSecs * 1000,
       idleTimeoutMs: limits.idleTimeoutSecs * 1000,
       bodyTimeoutMs: limits.bodyTimeoutSecs * 1000,
+      sendTimeoutMs: limits.sendTimeoutSecs * 1000,
       maxConnPerIp: limits.maxConnPerIp,
       maxConnections: limits.maxConnections,
       trustedProxies: core.config.trustedProxies,

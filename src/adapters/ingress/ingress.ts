@@ -22,7 +22,7 @@ import { trustedProxies } from "./forwarded";
 import { endClient, listen, writeClient } from "./listener";
 import { upstreamBytes, upstreamClosed, upstreamDrained, upstreamFault } from "./relay";
 import { closeIdle } from "./pool";
-import { clientBytes, clientClosed, fail, startExchange } from "./exchange";
+import { badBody, clientBytes, clientClosed, fail, startExchange } from "./exchange";
 import { badRequestPage } from "./pages";
 import { CertStore, HostSet, listenTls, plainAnswers, type PlainAnswerState, type TlsListener } from "./tls";
 import type { Client, Ctx, IngressMetrics } from "./types";
@@ -39,6 +39,8 @@ export interface IngressOptions {
   idleTimeoutMs?: number;
   /** A request body that sends nothing for this ends its exchange (default 60 s). */
   bodyTimeoutMs?: number;
+  /** A client that takes no byte of its answer for this is cut (default 60 s: OPS_INGRESS_SEND_TIMEOUT). */
+  sendTimeoutMs?: number;
   /** Connections one client address may hold open (default 256: OPS_INGRESS_MAX_CONN_PER_IP). */
   maxConnPerIp?: number;
   /** Client connections open at once (default 10000: OPS_INGRESS_MAX_CONNECTIONS). */
@@ -97,12 +99,13 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
   const ctx: Ctx = {
     log: opts.log,
     // Injected, not imported by the listener and the pool: docs/decisions/0419-ingress-entry-points-injected.md.
-    on: { startExchange, clientBytes, clientClosed, fail, upstreamBytes, upstreamFault, upstreamClosed, upstreamDrained, writeClient },
+    on: { startExchange, clientBytes, clientClosed, fail, badBody, upstreamBytes, upstreamFault, upstreamClosed, upstreamDrained, writeClient },
     settings: {
       downMs: opts.downMs ?? 2000,
       headerTimeoutMs: opts.headerTimeoutMs ?? 10_000,
       idleTimeoutMs: opts.idleTimeoutMs ?? 75_000,
       bodyTimeoutMs: opts.bodyTimeoutMs ?? 60_000,
+      sendTimeoutMs: opts.sendTimeoutMs ?? 60_000,
       maxConnPerIp: opts.maxConnPerIp ?? 256,
       maxConnections: opts.maxConnections ?? 10_000,
       trusted: trustedProxies(opts.trustedProxies ?? []),
@@ -114,8 +117,11 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     clients: new Set(),
     perAddress: new Map(),
     exchanges: 0,
-    metrics: { connections: 0, accepted: 0, refusedPerAddress: 0, refusedTotal: 0, requests: 0, badRequests: 0, headTimeouts: 0, idleTimeouts: 0, bodyTimeouts: 0, credentialsStripped: 0, upstreamFailures: 0 },
+    metrics: { connections: 0, accepted: 0, refusedPerAddress: 0, refusedTotal: 0, requests: 0, badRequests: 0, headTimeouts: 0, idleTimeouts: 0, bodyTimeouts: 0, sendTimeouts: 0, credentialsStripped: 0, upstreamFailures: 0 },
     stopping: false,
+    turn: 0,
+    turnPending: false,
+    unarmed: false,
     plain: null,
   };
   const certificates = new CertStore();

@@ -8,6 +8,8 @@
  * - a kept-alive connection with no request under way is closed after the idle timeout;
  * - a request body that sends nothing for the body timeout ends its exchange (408 before any
  *   answer, a cut connection after);
+ * - a client that takes none of the bytes the ingress has for it within the send timeout
+ *   (OPS_INGRESS_SEND_TIMEOUT) is cut, and its replica connection with it (decision 0521);
  * - connections per client address (OPS_INGRESS_MAX_CONN_PER_IP) and in total
  *   (OPS_INGRESS_MAX_CONNECTIONS): past either, a new connection gets a 503 and is closed.
  *
@@ -56,6 +58,8 @@ function pushClient(c: Client, bytes: Uint8Array): void {
   const n = c.socket.write(bytes);
   if (n >= 0 && n < bytes.length) {
     c.out = Buffer.from(bytes.subarray(n));
+    // The send timeout runs from here (set by the next sweep: no clock read per write).
+    c.sendDeadline = 0;
     const u = c.ex?.up ?? c.tunnel;
     if (u) connFlow(u, true);
   }
@@ -155,6 +159,7 @@ export function afterRequests(ctx: Ctx, c: Client): void {
 function sweep(ctx: Ctx): void {
   const now = Date.now();
   for (const c of ctx.clients) {
+    if (c.out !== null && !c.closed && sendStalled(ctx, c, now)) continue;
     if (c.wait === Wait.None || c.deadline > now || c.closed) continue;
     if (c.deadline === 0) {
       // An idle wait started since the last sweep (waitIdle): its timeout starts now.
@@ -193,6 +198,25 @@ function sweep(ctx: Ctx): void {
   }
 }
 
+/**
+ * A client that took no byte of what the ingress has for it within the send timeout (nginx's
+ * `send_timeout`, decision 0521) is cut, and its exchange or tunnel ends with it, releasing the
+ * replica's connection: a client that never reads would otherwise hold both forever. True when cut.
+ */
+function sendStalled(ctx: Ctx, c: Client, now: number): boolean {
+  if (c.sendDeadline === 0) {
+    c.sendDeadline = now + ctx.settings.sendTimeoutMs;
+    return false;
+  }
+  if (c.sendDeadline > now) return false;
+  ctx.metrics.sendTimeouts++;
+  c.closeAfter = true;
+  c.buf = null;
+  c.out = null;
+  c.socket.terminate();
+  return true;
+}
+
 /** The client socket's events, shared by the plain listener (Bun sockets) and the TLS one (tls.ts). */
 export interface ClientHandlers {
   open(sock: ClientSocket): void;
@@ -206,7 +230,7 @@ export interface ClientHandlers {
 /** Start the deadline sweep; returns the function that stops it. */
 export function startSweep(ctx: Ctx): () => void {
   const s = ctx.settings;
-  const tick = Math.min(1000, Math.max(25, Math.floor(Math.min(s.headerTimeoutMs, s.idleTimeoutMs, s.bodyTimeoutMs) / 4)));
+  const tick = Math.min(1000, Math.max(25, Math.floor(Math.min(s.headerTimeoutMs, s.idleTimeoutMs, s.bodyTimeoutMs, s.sendTimeoutMs) / 4)));
   const timer = setInterval(() => sweep(ctx), tick);
   timer.unref?.();
   return () => clearInterval(timer);
@@ -230,7 +254,7 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
   return {
     open(sock) {
       const ip = peerAddress(sock.remoteAddress);
-      const c: Client = { socket: sock, ip, proto, trusted: s.trusted.has(ip), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, peerEnded: false, ended: false, closed: false, paused: false, lastHost: null, hostKey: "", fields: null, wait: Wait.Head, deadline: Date.now() + s.headerTimeoutMs };
+      const c: Client = { socket: sock, ip, proto, trusted: s.trusted.has(ip), buf: null, borrowed: false, ex: null, tunnel: null, out: null, closeAfter: false, peerEnded: false, ended: false, closed: false, paused: false, lastHost: null, hostKey: "", fields: null, wait: Wait.Head, deadline: Date.now() + s.headerTimeoutMs, sendDeadline: 0 };
       sock.data = c;
       const mine = (ctx.perAddress.get(ip) ?? 0) + 1;
       if (mine > s.maxConnPerIp || ctx.clients.size >= s.maxConnections) {
@@ -264,11 +288,8 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
         }
         nextRequest(ctx, c);
       } catch (e) {
-        // A body ops cannot frame (a malformed chunk) is a bad request like a malformed head.
-        if (c.ex) {
-          ctx.metrics.badRequests++;
-          ctx.on.fail(ctx, c.ex, badRequestPage(e instanceof HttpError ? e.status : 400, (e as Error).message));
-        } else refuse(ctx, c, e);
+        if (c.ex) ctx.on.badBody(ctx, c.ex, e);
+        else refuse(ctx, c, e);
       } finally {
         if (c.borrowed) {
           c.borrowed = false;
@@ -282,6 +303,7 @@ export function clientHandlers(ctx: Ctx, proto: "http" | "https"): ClientHandler
       if (!c.out) return;
       const out = c.out;
       c.out = null;
+      // Some progress: a send timeout still running starts again.
       pushClient(c, out);
       if (c.out) return;
       if (c.ended) c.socket.end();

@@ -76,9 +76,20 @@ export function release(ctx: Ctx, u: Conn): void {
   u.replica.idle.push(u);
 }
 
+/**
+ * Never use `u` again: out of the pool and closed at once. For a connection out of step with its
+ * replica (bytes nobody asked for), whose next answer would go to the wrong exchange.
+ */
+export function retire(u: Conn): void {
+  u.reusable = false;
+  const at = u.replica.idle.indexOf(u);
+  if (at >= 0) u.replica.idle.splice(at, 1);
+  if (!u.closed) u.socket.terminate();
+}
+
 /** Open a connection to a replica (rejects on refusal or after CONNECT_TIMEOUT_MS). */
 export function connect(ctx: Ctx, replica: Replica, host: string, port: number): Promise<Conn> {
-  const conn: Conn = { socket: null as unknown as Conn["socket"], key: replica.key, replica, ex: null, tunnel: null, buf: null, out: null, reusable: true, closed: false, paused: false, err: "", frames: null };
+  const conn: Conn = { socket: null as unknown as Conn["socket"], key: replica.key, replica, ex: null, tunnel: null, buf: null, out: null, reusable: true, closed: false, paused: false, err: "", frames: null, sentTurn: -1 };
   let timer: ReturnType<typeof setTimeout> | undefined;
   const connecting = Bun.connect<Conn>({
     hostname: host,
@@ -87,6 +98,8 @@ export function connect(ctx: Ctx, replica: Replica, host: string, port: number):
     socket: {
       open(s) {
         s.setNoDelay(true);
+        // Set here too: bytes may arrive before the exchange takes the connection, and retire it.
+        conn.socket = s;
         replica.open++;
       },
       data(s, bytes) {

@@ -4,7 +4,9 @@
  * decoded and chunked anew, or until the replica closes), interim 1xx answers passed to HTTP/1.1
  * clients, a 101 to a WebSocket request turned into a tunnel. An answer that arrives before the
  * whole request body closes both connections after it; bytes past the end of a response, a
- * malformed answer or a close mid-answer mean the connection is never pooled again.
+ * malformed answer or a close mid-answer mean the connection is never pooled again; bytes that
+ * no exchange asked for (on an idle connection, or read in the turn the request went out) retire
+ * it at once (decision 0521).
  */
 import type { Conn, Ctx, Exchange } from "./types";
 import { Wait } from "./types";
@@ -14,7 +16,7 @@ import { Body, MAX_RESPONSE_HEAD, parseResponseHead } from "./response-parser";
 import { Out, responseHeadOut } from "./serializer";
 import { badGatewayPage } from "./pages";
 import { FrameTracker } from "./ws-frames";
-import { forget, writeConn } from "./pool";
+import { forget, retire, writeConn } from "./pool";
 import { clientFlow, endClient, writeClient } from "./listener";
 import { fail, finish, settle, tryNext, uncount } from "./exchange";
 
@@ -45,11 +47,12 @@ function responseDone(ex: Exchange): boolean {
 export function upstreamBytes(ctx: Ctx, u: Conn, bytes: Buffer): void {
   const ex = u.ex;
   if (!ex) {
-    // Bytes nobody asked for on an idle connection: it is out of step.
-    u.reusable = false;
-    u.socket.end();
+    // Bytes nobody asked for on an idle connection: it is out of step, and never lent again.
+    retire(u);
     return;
   }
+  // Read in the turn the request was written: they were on their way before it (decision 0521).
+  if (ex.received === 0 && u.sentTurn === ctx.turn) return unasked(ctx, ex, u);
   ex.received += bytes.length;
   const c = ex.client;
   if (ex.res !== null) return relayBody(ctx, ex, u, bytes, 0);
@@ -82,14 +85,15 @@ export function upstreamBytes(ctx: Ctx, u: Conn, bytes: Buffer): void {
       continue;
     }
     // An answer before the whole request body arrived: nothing more goes to the replica, and the
-    // client's connection cannot be resynchronised.
+    // client's connection cannot be resynchronised. One before the request was written whole may
+    // answer something else: the connection is not lent again either way.
     const early = !ex.reqDone;
     const out = responseHeadOut(res, src, ex.req.http10, early || ex.req.close || c.closeAfter || ctx.stopping, ex.req.method);
     if (out === null) throw new HttpError(502, "the replica used a transfer coding an HTTP/1.0 client cannot be sent");
     ex.res = res;
     ex.resOut = out.mode;
     if (out.close) c.closeAfter = true;
-    if (!res.reusable || early) u.reusable = false;
+    if (!res.reusable || early || u.out !== null) u.reusable = false;
     if (res.body === Body.Length) ex.resLeft = res.length;
     else if (res.body === Body.Chunked) ex.resChunks = new ChunkedDecoder(502);
     ex.answered = true;
@@ -143,6 +147,27 @@ function withHead(head: string, body: Uint8Array): Buffer {
   out.write(head, 0, "latin1");
   out.set(body, head.length);
   return out;
+}
+
+/**
+ * The replica's bytes arrived before the request they would answer was written: a late or
+ * unsolicited answer (to an earlier request, or to none) that would go to this exchange's client,
+ * and shift every later answer on the connection by one. The connection is retired and the
+ * bytes dropped; a request without a body is sent once more on a fresh connection (as a replay
+ * after an idle close), any other is a 502.
+ */
+function unasked(ctx: Ctx, ex: Exchange, u: Conn): void {
+  u.ex = null;
+  ex.up = null;
+  retire(u);
+  ctx.metrics.upstreamFailures++;
+  ctx.log?.warn("ingress upstream wrote an answer nobody asked for; its connection is closed", { service: ex.target.key, upstream: ex.key });
+  if (ex.req.body === 0 && !ex.replayed) {
+    ex.replayed = true;
+    tryNext(ctx, ex, true);
+    return;
+  }
+  fail(ctx, ex, badGatewayPage(ex.target.service, "The replica's connection was out of step: it answered before it was asked."));
 }
 
 function tunnel(ctx: Ctx, ex: Exchange, u: Conn): void {

@@ -70,6 +70,11 @@ export interface Client {
   wait: Wait;
   /** When the current wait ends (ms since the epoch). */
   deadline: number;
+  /**
+   * While `out` holds bytes: when the client must have taken some (OPS_INGRESS_SEND_TIMEOUT after
+   * the last progress); 0 until the sweep sets it.
+   */
+  sendDeadline: number;
 }
 
 export interface Exchange {
@@ -133,6 +138,8 @@ export interface Conn {
   err: string;
   /** In a tunnel: the WebSocket frames going to the client. */
   frames: FrameTracker | null;
+  /** The ingress's turn (`Ctx.turn`) in which the current request was written; -1: none to check. */
+  sentTurn: number;
 }
 
 /** Counters of what the ingress did and refused, for `Ingress.metrics()`. */
@@ -153,6 +160,8 @@ export interface IngressMetrics {
   idleTimeouts: number;
   /** Request bodies that stalled past the body timeout. */
   bodyTimeouts: number;
+  /** Clients cut because they took no byte of their answer for OPS_INGRESS_SEND_TIMEOUT. */
+  sendTimeouts: number;
   /** Requests from which an ops session cookie or ops credential was removed. */
   credentialsStripped: number;
   /** Replica answers that could not be relayed or replicas that failed a request. */
@@ -164,6 +173,7 @@ export interface Settings {
   headerTimeoutMs: number;
   idleTimeoutMs: number;
   bodyTimeoutMs: number;
+  sendTimeoutMs: number;
   maxConnPerIp: number;
   maxConnections: number;
   trusted: TrustedProxies;
@@ -181,6 +191,7 @@ export interface Handlers {
   clientBytes(ctx: Ctx, c: Client, bytes: Buffer): void;
   clientClosed(ctx: Ctx, c: Client): void;
   fail(ctx: Ctx, ex: Exchange, page: Page): void;
+  badBody(ctx: Ctx, ex: Exchange, e: unknown): void;
   upstreamBytes(ctx: Ctx, u: Conn, bytes: Buffer): void;
   upstreamFault(ctx: Ctx, u: Conn, e: Error): void;
   upstreamClosed(ctx: Ctx, u: Conn): void;
@@ -202,6 +213,15 @@ export interface Ctx {
   exchanges: number;
   metrics: IngressMetrics;
   stopping: boolean;
+  /**
+   * The event loop's turn, counted up by an immediate after the I/O callbacks of a turn ran: bytes
+   * from a replica in the turn its request was written were on their way before it (relay.ts).
+   */
+  turn: number;
+  /** An immediate that ends the turn is scheduled. */
+  turnPending: boolean;
+  /** Requests written now are not checked that way (written from a timer, not an I/O callback). */
+  unarmed: boolean;
   /**
    * Requests the plain listener answers itself before routing (tls.ts): ACME HTTP-01 challenges,
    * and the 308 to HTTPS for hosts with `redirect_http`. Null: none.
