@@ -27,7 +27,7 @@ beforeAll(async () => {
   other = makeProject(t, "florist").slug;
   roleId = makeRole(t, slug, "shipper", ["project.read", "resources.read", "resources.write", "deployments.read", "deployments.deploy", "audit.read"]);
   const owner = await makePerson(t, [{ role: "owner", project: null }]);
-  await expectStatus(await t.request("PUT", `/api/v1/projects/${slug}/environment-policies/staging/${roleId}`, { token: owner.session, body: { allowed: ["project.read", "resources.read", "deployments.read"] } }), 200);
+  await expectStatus(await t.request("PUT", `/api/v1/projects/${slug}/environment-policies/staging/${roleId}`, { token: owner.session, body: { allowed: ["project.read", "audit.read", "resources.read", "deployments.read"] } }), 200);
 });
 afterAll(() => t.close());
 

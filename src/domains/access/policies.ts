@@ -1,12 +1,18 @@
 /**
  * Environment policies: in one environment of a project, a project role keeps only `allowed`
  * (a subset of its permissions); `removed` is computed. Fixed roles take no policy (409).
+ *
+ * A policy removes only what an environment narrows: the keys some route or service evaluates in
+ * one environment (ENVIRONMENT_KEYS). A policy that leaves out a project-wide key the role holds
+ * (members, settings, audit, sources, translations, packages) would list it as removed and remove
+ * nothing, so it is refused with 422 naming each such key. Decision:
+ * docs/decisions/0544-policies-remove-only-what-environments-narrow.md.
  */
 import { and, asc, eq } from "drizzle-orm";
 import type { Core, ProjectRef } from "../../core/core";
 import type { AuthContext } from "../../core/authz/plugin";
 import { actorOf } from "../../core/authz/principal";
-import { PERMISSION_KEYS, isPermissionKey } from "../../core/authz/catalog";
+import { PERMISSION_KEYS, isPermissionKey, type PermissionKey } from "../../core/authz/catalog";
 import { tx } from "../../core/db/client";
 import { auditAllowed } from "../../core/audit";
 import { OpsError } from "../../core/errors";
@@ -16,6 +22,29 @@ import { roleInProject } from "./members";
 import { parseList, type RoleRow } from "./rows";
 import type { EnvironmentPolicyResponse } from "./model-projects";
 
+/**
+ * The keys checked in one environment somewhere: by a route's own scope (resources, jobs,
+ * databases, secrets, builds, deployments) or inside a service per environment (a unit's dotenv
+ * export, telemetry reads and intake). policies.test.ts walks every route to keep this list true.
+ */
+export const ENVIRONMENT_KEYS: ReadonlySet<PermissionKey> = new Set<PermissionKey>([
+  "resources.read",
+  "resources.write",
+  "resources.destroy",
+  "jobs.run",
+  "databases.manage",
+  "secrets.read",
+  "secrets.write",
+  "secrets.reveal",
+  "secrets.rotate",
+  "builds.read",
+  "builds.run",
+  "deployments.read",
+  "deployments.deploy",
+  "obs.read",
+  "obs.ingest",
+]);
+
 function view(role: Pick<RoleRow, "id" | "displayName" | "permissions">, environment: string, allowedJson: string, updatedAt: number): EnvironmentPolicyResponse {
   const allowed = new Set(parseList(allowedJson));
   const perms = parseList(role.permissions);
@@ -24,7 +53,7 @@ function view(role: Pick<RoleRow, "id" | "displayName" | "permissions">, environ
     role_id: role.id,
     role_name: role.displayName,
     allowed: PERMISSION_KEYS.filter((k) => allowed.has(k)),
-    removed: PERMISSION_KEYS.filter((k) => perms.includes(k) && !allowed.has(k)),
+    removed: PERMISSION_KEYS.filter((k) => ENVIRONMENT_KEYS.has(k) && perms.includes(k) && !allowed.has(k)),
     updated_at: iso(updatedAt),
   };
 }
@@ -45,7 +74,7 @@ function target(core: Core, project: ProjectRef, environment: string, roleId: st
   return roleInProject(core, roleId, project);
 }
 
-/** Set the policy for (environment, role): 404 unknown environment or role; 409 fixed role; 422 keys the role lacks. */
+/** Set the policy for (environment, role): 404 unknown environment or role; 409 fixed role; 422 keys the role lacks, or project-wide keys left out. */
 export function putPolicy(core: Core, auth: AuthContext, environment: string, roleId: string, allowed: readonly string[]): EnvironmentPolicyResponse {
   const project = auth.project!;
   const role = target(core, project, environment, roleId);
@@ -56,6 +85,11 @@ export function putPolicy(core: Core, auth: AuthContext, environment: string, ro
   const lacking = allowed.filter((k) => !perms.has(k));
   if (lacking.length > 0) throw new OpsError("refused", `A policy can only keep what the role has; "${role.slug}" lacks ${lacking.join(", ")}.`, { permissions: lacking });
   const keep = new Set(allowed);
+  const projectWide = PERMISSION_KEYS.filter((k) => perms.has(k) && !keep.has(k) && !ENVIRONMENT_KEYS.has(k));
+  if (projectWide.length > 0) {
+    const list = projectWide.join(", ");
+    throw new OpsError("refused", `No environment narrows ${list}: ${projectWide.length === 1 ? "it applies" : "they apply"} in the whole project. Keep ${projectWide.length === 1 ? "it" : "them"} in allowed, or take ${projectWide.length === 1 ? "it" : "them"} out of the role "${role.slug}".`, { permissions: projectWide });
+  }
   const json = JSON.stringify(PERMISSION_KEYS.filter((k) => keep.has(k)));
   const now = core.clock.now();
   tx(core.db, (t) => {

@@ -17,6 +17,7 @@ import { uuidv7 } from "../../core/ids";
 import { roles, memberships, environmentPolicies } from "./tables";
 import { assertCanGrant, roleInProject } from "./members";
 import { parseList, type RoleRow } from "./rows";
+import { ENVIRONMENT_KEYS } from "./policies";
 import type { RoleResponse, WriteRoleBody } from "./model-projects";
 
 export const ROLE_SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -100,7 +101,7 @@ function ownRole(core: Core, project: ProjectRef, id: string): RoleRow {
 
 /**
  * Change a project role's names and permissions. Environment policies of the role are trimmed
- * to what it still has, so `removed` stays meaningful.
+ * to what it still has, so `removed` stays meaningful, and keep every project-wide key it gains.
  */
 export function updateRole(core: Core, auth: AuthContext, id: string, body: WriteRoleBody): RoleResponse {
   const project = auth.project!;
@@ -110,11 +111,12 @@ export function updateRole(core: Core, auth: AuthContext, id: string, body: Writ
   assertSlugFree(core, project, names.slug, role.id);
   assertCanGrant(core, auth, permissions, `role:${role.id}`);
   const now = core.clock.now();
-  const keep = new Set<string>(permissions);
   const row = tx(core.db, (t) => {
     t.update(roles).set({ slug: names.slug, displayName: names.displayName, description: names.description, permissions: JSON.stringify(permissions), updatedAt: now }).where(eq(roles.id, role.id)).run();
     for (const p of t.select().from(environmentPolicies).where(eq(environmentPolicies.roleId, role.id)).all()) {
-      const allowed = parseList(p.allowed).filter((k) => keep.has(k));
+      // Project-wide keys stay allowed: no environment narrows them (decision 0544).
+      const had = new Set(parseList(p.allowed));
+      const allowed = permissions.filter((k) => had.has(k) || !ENVIRONMENT_KEYS.has(k));
       t.update(environmentPolicies)
         .set({ allowed: JSON.stringify(allowed), updatedAt: now })
         .where(and(eq(environmentPolicies.projectId, p.projectId), eq(environmentPolicies.environment, p.environment), eq(environmentPolicies.roleId, p.roleId)))
