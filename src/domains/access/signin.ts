@@ -6,7 +6,7 @@
  * no account). The second factor is asked for only after the password was right, so `mfa_required`
  * never tells a stranger anything.
  */
-import { and, eq, isNull, ne, or, lt } from "drizzle-orm";
+import { and, eq, isNull, or, lt } from "drizzle-orm";
 import { randomBytes } from "node:crypto";
 import { coreLocal, type Core } from "../../core/core";
 import type { RequestMeta } from "../../core/authz/principal";
@@ -19,7 +19,7 @@ import { OpsError, invalid } from "../../core/errors";
 import { operators, sessions, tokens } from "./tables";
 import { findOperator, findOperatorByEmail, hashPassword } from "./operators";
 import { checkPassword } from "./password-policy";
-import { insertSession, sessionEndsAt } from "./sessions";
+import { endOtherSessions, insertSession, sessionEndsAt } from "./sessions";
 import { matchTotp } from "./totp";
 import { signInGuard } from "./limiter";
 import { requireSession } from "./audit-deny";
@@ -197,12 +197,7 @@ export async function changePassword(core: Core, input: { current_password: stri
   const now = core.clock.now();
   tx(core.db, (t) => {
     t.update(operators).set({ passwordHash: hash, updatedAt: now }).where(eq(operators.id, op.id)).run();
-    const ended = t
-      .update(sessions)
-      .set({ revokedAt: now })
-      .where(and(eq(sessions.operatorId, op.id), isNull(sessions.revokedAt), ne(sessions.id, auth.principal.sessionId ?? "")))
-      .returning({ id: sessions.id })
-      .all();
-    auditAllowed(core, t, actorOf(auth.principal, auth.meta), "auth.password", `operator:${op.id}`, {}, { sessions_ended: ended.length });
+    const ended = endOtherSessions(t, op.id, auth.principal.sessionId, now);
+    auditAllowed(core, t, actorOf(auth.principal, auth.meta), "auth.password", `operator:${op.id}`, {}, { sessions_ended: ended });
   });
 }
