@@ -3,21 +3,16 @@
  * eight small gzip exports that each inflate to about 58 MiB of valid OTLP JSON arrive at once,
  * and a small export is sent while they are in flight.
  *
- * Why a child process: peak memory is the thing under test, and the test process holds bun's test
- * runner, the senders and every other suite's leftovers. The child's peak RSS (`VmHWM` in
- * /proc/<pid>/status) is reset through /proc/<pid>/clear_refs just before the attack (ops runs as
- * root in CI, and a process may always reset its own children's counter as their owner), so the
- * growth read afterwards is the attack's and nothing else's. The data dir is prepared in-process
- * (a project and a machine token through the access services), then served by the child.
+ * Why a child process (test/support/memory-child.ts): peak memory is the thing under test, and the
+ * test process holds bun's test runner, the senders and every other suite's leftovers. The child's
+ * peak RSS (`VmHWM`) is reset just before the attack, so the growth read afterwards is the
+ * attack's and nothing else's.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
-import path from "node:path";
-import { createTestApp, freePort, tempDir, waitFor } from "../../../test/harness";
 import { makeProject, makeMachine } from "../../../test/fixtures";
+import { procStatus, serveMemoryChild, type MemoryChild } from "../../../test/support/memory-child";
 
-const MAIN = path.resolve(import.meta.dir, "../../main.ts");
 const MiB = 1024 * 1024;
 
 /** A valid OTLP-JSON logs export of about `bytes`, repetitive enough to gzip about 140:1. */
@@ -38,38 +33,19 @@ function bombExport(bytes: number): { json: Buffer; gz: Buffer; records: number 
   return { json, gz: gzipSync(json, { level: 9 }), records: parts.length };
 }
 
-function procStatus(pid: number, field: "VmRSS" | "VmHWM"): number {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  if (!m) throw new Error(`no ${field} for ${pid}`);
-  return Number(m[1]) * 1024;
-}
-
-let dataDir: string;
-let child: Bun.Subprocess;
+let server: MemoryChild<{ token: string }>;
 let base: string;
 let token: string;
 
 beforeAll(async () => {
-  dataDir = tempDir("ops-intake-");
-  const prep = await createTestApp({ dataDir });
-  makeProject(prep, "shop");
-  token = (await makeMachine(prep, [{ role: "developer", project: "shop" }])).token;
-  await prep.close();
-  const port = freePort();
-  base = `http://127.0.0.1:${port}`;
-  child = Bun.spawn([process.execPath, MAIN, "serve", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`], {
-    env: { ...process.env, OPS_LOG_LEVEL: "warn", OPS_INGRESS_LISTEN: "off", OPS_BOOTSTRAP_EMAIL: "owner@ops.test", OPS_BOOTSTRAP_PASSWORD: "owner-password-for-tests" },
-    stdout: "ignore",
-    stderr: "inherit",
+  server = await serveMemoryChild(async (prep) => {
+    makeProject(prep, "shop");
+    return { token: (await makeMachine(prep, [{ role: "developer", project: "shop" }])).token };
   });
-  await waitFor(`${base}/readyz`);
+  ({ base, prepared: { token } } = server);
 });
 
-afterAll(async () => {
-  child?.kill("SIGTERM");
-  await child?.exited;
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => server?.stop());
 
 const send = (body: Uint8Array | string, gzip: boolean) =>
   fetch(`${base}/otlp/v1/logs`, {
@@ -87,9 +63,9 @@ describe("decompression attack on the OTLP intake", () => {
     expect(bomb.json.byteLength).toBeGreaterThan(57 * MiB);
     // Warm the server up (the writer thread, its database, the JIT) so the baseline is a running server's.
     for (let i = 0; i < 3; i++) expect((await send(small(`warm-up ${i}`), false)).status).toBe(200);
-    const pid = child.pid;
+    const pid = server.pid;
     const before = procStatus(pid, "VmRSS");
-    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    server.resetPeak();
 
     const t0 = performance.now();
     const bombs = Array.from({ length: 8 }, () => send(bomb.gz, true).then(async (r) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.text(), ms: Math.round(performance.now() - t0) })));
@@ -114,9 +90,9 @@ describe("decompression attack on the OTLP intake", () => {
 
   test("eight exports under the limit at once (10 MiB each once inflated) are decoded without several copies of each: peak RSS grows by under 384 MiB, and what was accepted is stored", async () => {
     const big = bombExport(10 * MiB);
-    const pid = child.pid;
+    const pid = server.pid;
     const before = procStatus(pid, "VmRSS");
-    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    server.resetPeak();
     const answers = await Promise.all(Array.from({ length: 8 }, () => send(big.gz, true).then((r) => r.status)));
     const growth = procStatus(pid, "VmHWM") - before;
     console.log(`exports under the limit: peak RSS grew ${(growth / MiB).toFixed(0)} MiB; answered ${answers.join(",")}`);

@@ -5,6 +5,7 @@
  * "NaN"/"Infinity", bytes as base64.
  */
 import {
+  MAX_ANY_DEPTH,
   OtlpDecodeError,
   type AnyValue,
   type Attributes,
@@ -80,7 +81,7 @@ function hexId(v: Json, what: string): string {
 }
 
 function anyValue(v: Json, depth: number): AnyValue {
-  if (depth > 32) throw new OtlpDecodeError("attribute values nested too deeply");
+  if (depth > MAX_ANY_DEPTH) throw new OtlpDecodeError("attribute values nested too deeply");
   if (!isObj(v)) return null;
   if ("stringValue" in v) return str(v.stringValue, "stringValue");
   if ("boolValue" in v) return v.boolValue === true;

@@ -7,6 +7,8 @@
 /** An attribute value (OTLP `AnyValue`). Bytes become base64 text. */
 export type AnyValue = string | number | boolean | null | AnyValue[] | { [key: string]: AnyValue };
 export type Attributes = Map<string, AnyValue>;
+/** How deep attribute values may nest (an array or kvlist inside another counts one); deeper is refused whole. */
+export const MAX_ANY_DEPTH = 32;
 
 export interface ResourceGroup<T> {
   resource: Attributes;

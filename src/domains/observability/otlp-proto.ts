@@ -10,6 +10,7 @@
  */
 import { Reader } from "./proto-wire";
 import {
+  MAX_ANY_DEPTH,
   type AnyValue,
   type Attributes,
   type DataPointIn,
@@ -29,7 +30,7 @@ function expectWire(r: Reader, wire: number, want: number): boolean {
 }
 
 function anyValue(r: Reader, end: number, depth: number): AnyValue {
-  if (depth > 32) r.fail("attribute values nested too deeply");
+  if (depth > MAX_ANY_DEPTH) r.fail("attribute values nested too deeply");
   let v: AnyValue = null;
   while (r.pos < end) {
     const [f, w] = r.tag(end);

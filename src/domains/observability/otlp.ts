@@ -6,8 +6,9 @@
  * Overload never grows memory without bound (intake.ts): a body is at most
  * `OPS_OTLP_MAX_DECODED_BYTES` on the wire and once decompressed (counted as it inflates; 413 past
  * either), at most a few bodies inflate and a bounded number are read at once, and the writer's
- * backlog is bounded in decompressed bytes (writer.ts); past those the answer is 429 with
- * `Retry-After`, which exporters retry.
+ * backlog is bounded in decompressed bytes (writer.ts), one credential holding at most half of
+ * each of those bounds; past them the answer is 429 with `Retry-After`, which exporters retry. An
+ * OTLP-JSON body whose shape would make parsing it costly is refused while it streams (400).
  */
 import type { Core, ErrorStyle } from "../../core/core";
 import type { AuthContext } from "../../core/authz/plugin";
@@ -15,7 +16,7 @@ import { evaluate } from "../../core/authz/effective";
 import { OpsError, type NormalisedError } from "../../core/errors";
 import type { Signal } from "./otlp-model";
 import { encodePartialSuccessProto, encodeStatusProto } from "./proto-wire";
-import { readExportBody } from "./intake";
+import { callerKey, readExportBody } from "./intake";
 import { writerOf } from "./writer";
 
 type Encoding = "json" | "proto";
@@ -40,23 +41,27 @@ export async function handleExport(core: Core, signal: Signal, request: Request,
   const ce = (request.headers.get("content-encoding") ?? "identity").trim().toLowerCase();
   if (ce !== "gzip" && ce !== "identity" && ce !== "") throw new OpsError("unsupported_media_type", `Content-Encoding ${ce} is not supported; use gzip or none.`);
   const writer = writerOf(core);
-  const body = await readExportBody(core, request, ce === "gzip", () => writer.full());
+  const caller = callerKey(auth.principal);
+  const body = await readExportBody(core, request, { gzip: ce === "gzip", json: encoding === "json", caller, full: () => writer.full() });
   const project = auth.project!;
   const grants = core.access.grants(auth.principal);
   // Environment policies: the project's environments where this caller may not send (any other
   // environment has no policy, so the project-level permission the macro checked holds there).
   const denied = project.environments.filter((environment) => !evaluate(auth.principal, grants, { kind: "project", projectId: project.id, environment }).permissions.has("obs.ingest"));
   const now = core.clock.now();
-  const outcome = await writer.submitExport({
-    signal,
-    encoding,
-    body,
-    projectId: project.id,
-    now,
-    oldestMs: now - core.config.logRetentionDays * 86_400_000,
-    retentionDays: core.config.logRetentionDays,
-    denied,
-  });
+  const outcome = await writer.submitExport(
+    {
+      signal,
+      encoding,
+      body,
+      projectId: project.id,
+      now,
+      oldestMs: now - core.config.logRetentionDays * 86_400_000,
+      retentionDays: core.config.logRetentionDays,
+      denied,
+    },
+    caller,
+  );
   if (!outcome.ok) throw new OpsError("bad_request", outcome.message);
   return exportResponse(signal, encoding, outcome.rejected, outcome.message);
 }

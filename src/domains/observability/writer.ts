@@ -8,7 +8,8 @@
  * when its rows are committed; callers answer their client only then.
  *
  * Memory is bounded: past `MAX_PENDING_BYTES` of (decompressed) bodies or `MAX_PENDING_ITEMS`
- * requests waiting, a submit is refused with 429 and `Retry-After`, which OTLP exporters honour.
+ * requests waiting, a submit is refused with 429 and `Retry-After`, which OTLP exporters honour;
+ * one sender past half of the bytes is refused alike.
  * Bodies go to the writer thread by transfer, not by copy, so a body is held once.
  */
 import path from "node:path";
@@ -28,6 +29,8 @@ const LOCALS_KEY = "observability.writer";
 interface Pending {
   items: WriteItem[];
   bytes: number;
+  /** Per item: the sender's key (`callerKey`) and the bytes it counts there, to give back when written. */
+  shares: Array<{ caller: string; bytes: number } | null>;
   waiters: Array<{ resolve(o: ItemOutcome): void; reject(e: unknown): void }>;
 }
 
@@ -61,6 +64,8 @@ export class WriterClient {
   private writing = false;
   private pendingItems = 0;
   private pendingBytes = 0;
+  /** Bytes waiting per sender (`callerKey`), for the share bound. */
+  private readonly pendingByCaller = new Map<string, number>();
   private closed = false;
   /** The backlog bound (requests waiting, bytes of their bodies); tests lower it to provoke overload. */
   limits = { items: MAX_PENDING_ITEMS, bytes: MAX_PENDING_BYTES };
@@ -116,19 +121,27 @@ export class WriterClient {
     return this.pendingItems >= this.limits.items || this.pendingBytes >= this.limits.bytes;
   }
 
-  private enqueue(item: WriteItem, bytes: number): Promise<ItemOutcome> {
+  private enqueue(item: WriteItem, bytes: number, caller: string | null): Promise<ItemOutcome> {
     if (this.closed) return Promise.reject(shuttingDown());
     if (this.pendingItems + 1 > this.limits.items || this.pendingBytes + bytes > this.limits.bytes) {
       return Promise.reject(new OpsError("rate_limited", "Telemetry is arriving faster than it can be written; retry shortly.", { backlog_bytes: this.pendingBytes }, { headers: { "retry-after": "2" } }));
     }
+    // One sender holds at most half the backlog (decision 0535), so another project's export still
+    // finds room; a sender with nothing waiting is always taken, whatever its body's size.
+    const held = caller === null ? 0 : (this.pendingByCaller.get(caller) ?? 0);
+    if (held > 0 && held + bytes > this.limits.bytes / 2) {
+      return Promise.reject(new OpsError("rate_limited", "This credential's telemetry is arriving faster than it can be written; retry shortly.", { backlog_bytes: held }, { headers: { "retry-after": "2" } }));
+    }
     this.pendingItems++;
     this.pendingBytes += bytes;
+    if (caller !== null) this.pendingByCaller.set(caller, held + bytes);
     let last = this.queue[this.queue.length - 1];
     if (!last || last.bytes >= MAX_WRITE_BYTES) {
-      last = { items: [], bytes: 0, waiters: [] };
+      last = { items: [], bytes: 0, shares: [], waiters: [] };
       this.queue.push(last);
     }
     last.items.push(item);
+    last.shares.push(caller === null ? null : { caller, bytes });
     last.bytes += bytes;
     const done = new Promise<ItemOutcome>((resolve, reject) => last!.waiters.push({ resolve, reject }));
     if (!this.writing) void this.pump();
@@ -139,14 +152,14 @@ export class WriterClient {
    * Queue an export request; resolves with its outcome once its rows are committed (or with why
    * it could not be read). 429 when the backlog is full, 503 when the writer is closed or failed.
    */
-  submitExport(job: IngestJob): Promise<ItemOutcome> {
-    return this.enqueue({ kind: "otlp", job }, job.body.byteLength);
+  submitExport(job: IngestJob, caller: string): Promise<ItemOutcome> {
+    return this.enqueue({ kind: "otlp", job }, job.body.byteLength, caller);
   }
 
   /** Queue rows made on this thread (platform logs); resolves once they are committed. */
   async submit(batch: WriteBatch, bytes: number): Promise<void> {
     if (batch.logs.length + batch.spans.length + batch.points.length === 0) return;
-    await this.enqueue({ kind: "rows", rows: JSON.stringify(batch) }, bytes);
+    await this.enqueue({ kind: "rows", rows: JSON.stringify(batch) }, bytes, null);
   }
 
   private async pump(): Promise<void> {
@@ -161,11 +174,18 @@ export class WriterClient {
         } finally {
           this.pendingItems -= next.items.length;
           this.pendingBytes -= next.bytes;
+          for (const share of next.shares) if (share) this.release(share.caller, share.bytes);
         }
       }
     } finally {
       this.writing = false;
     }
+  }
+
+  private release(caller: string, bytes: number): void {
+    const left = (this.pendingByCaller.get(caller) ?? 0) - bytes;
+    if (left > 0) this.pendingByCaller.set(caller, left);
+    else this.pendingByCaller.delete(caller);
   }
 
   /** Wait until everything submitted so far is committed (failures were already reported to their submitters). */
