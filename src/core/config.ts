@@ -84,6 +84,8 @@ export interface Config {
   readonly sandboxTmpMb: number;
   /** Disk a build's work dir (and a job run's home) may use, in MiB (0 = no cap). */
   readonly buildMaxDiskMb: number;
+  /** Disk one project's dependency caches may use, in MiB (0 = no cap). */
+  readonly cacheMaxMb: number;
   /** Largest image a build may produce, in MiB (0 = no cap). */
   readonly imageMaxMb: number;
   /** Sandbox networking (DESIGN §6): `isolated` (a namespace per sandbox through pasta) or `host` (none, on purpose). */
@@ -178,6 +180,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_REPLICA_MEMORY_MB", default: "512", description: "Memory limit in MiB of a replica (and release step) whose service sets no limits.memory_mb; 0 = none" },
   { name: "OPS_SANDBOX_TMP_MB", default: "256", description: "Size in MiB of the /tmp and of the /dev/shm tmpfs of every build step, job run, release step and replica" },
   { name: "OPS_BUILD_MAX_DISK_MB", default: "10240", description: "Disk a build's work dir (checkout, home, output, packed image) or a job run's home may use in MiB, a loop-mounted ext4 image when ops is root; 0 = no cap" },
+  { name: "OPS_CACHE_MAX_MB", default: "5120", description: "Disk one project's dependency caches (npm, cargo, pip, buildah's layers) may use in MiB: a loop-mounted ext4 image while its builds run when ops is root, trimmed least recently used first after them; 0 = no cap" },
   { name: "OPS_IMAGE_MAX_MB", default: "4096", description: "Largest image (compressed layers) a build may push, in MiB; 0 = no cap" },
   { name: "OPS_SANDBOX_NETWORK", default: "isolated", description: "isolated: every build, job run and replica in its own network namespace (needs pasta, Debian package passt); host: no network isolation, on purpose (ops doctor and every build log say so)" },
   { name: "OPS_SANDBOX_ALLOW_CIDRS", default: "(none)", description: "Comma-separated CIDRs sandboxes may reach although private, link-local or the host's own" },
@@ -334,6 +337,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     replicaMemoryMb: int(e, "OPS_REPLICA_MEMORY_MB", 512, 0, 1024 * 1024),
     sandboxTmpMb: int(e, "OPS_SANDBOX_TMP_MB", 256, 1, 1024 * 1024),
     buildMaxDiskMb: int(e, "OPS_BUILD_MAX_DISK_MB", 10240, 0, 1024 * 1024 * 1024),
+    cacheMaxMb: int(e, "OPS_CACHE_MAX_MB", 5120, 0, 1024 * 1024 * 1024),
     imageMaxMb: int(e, "OPS_IMAGE_MAX_MB", 4096, 0, 1024 * 1024),
     sandboxNetwork: oneOf(e, "OPS_SANDBOX_NETWORK", ["isolated", "host"] as const, "isolated"),
     sandboxAllowCidrs,

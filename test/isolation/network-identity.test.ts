@@ -15,7 +15,7 @@ import { createTestApp, expectStatus, tempDir, type TestApp } from "../harness";
 import { makePerson, makeProject, mintToken } from "../fixtures";
 import { defaultHostOf, listenIngress, pushApp, viaIngress } from "../deploy-fixtures";
 import { buildWorld, drain, getBuild, logText, manualBuild, type BuildWorld } from "../builds-fixtures";
-import { cacheDirOf } from "../../src/domains/builds/lifecycle";
+import { openCache, projectCache } from "../../src/adapters/builder/cache";
 import { networkTools } from "../../src/adapters/sandbox";
 import { pushTree } from "./files-support";
 
@@ -190,12 +190,18 @@ describe("identity", () => {
   test("a project's dependency cache belongs to its own uid, mode 0700", async () => {
     const b = await getBuild(w, buildId);
     const project = t.core.access.findProject(w.ctx.slug)!;
-    const dir = cacheDirOf(t.core, { projectId: project.id, environment: "production", service: b.service });
-    const st = lstatSync(dir);
-    expect(st.mode & 0o777).toBe(0o700);
-    expect(st.uid).toBeGreaterThan(t.core.config.sandboxUidBase);
-    expect(st.uid).not.toBe(0);
-    expect(lstatSync(path.dirname(dir)).uid).toBe(0);
+    // The project's caches are a file system mounted while its builds run (decision 0507): opened as a build does.
+    const { cacheDir: dir, cacheCap } = projectCache(t.dataDir, project.id, "production", b.service, t.core.config.cacheMaxMb);
+    const open = await openCache(dir, cacheCap);
+    try {
+      const st = lstatSync(dir);
+      expect(st.mode & 0o777).toBe(0o700);
+      expect(st.uid).toBeGreaterThan(t.core.config.sandboxUidBase);
+      expect(st.uid).not.toBe(0);
+      expect(lstatSync(path.dirname(dir)).uid).toBe(0);
+    } finally {
+      await open.close();
+    }
   });
 });
 

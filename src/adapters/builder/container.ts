@@ -21,6 +21,7 @@ import path from "node:path";
 import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
 import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
+import { openCache, type CacheCap } from "./cache";
 import { NetnsError, type Netns, type SandboxNetwork } from "../sandbox";
 import { defaultIdentity, dropPrivilegesArgv, handOver, runsAsRoot, sandboxDir, type SandboxIdentity } from "../sandbox/users";
 import { PRIVATE_MOUNT, stagingArgv } from "../sandbox/bwrap";
@@ -37,6 +38,8 @@ export interface ContainerBuildSpec {
   workDir: string;
   /** The service's layer cache (buildah's storage), or null. */
   cacheDir: string | null;
+  /** The cap the service's caches share with the rest of its project's (cache.ts); omitted: none. */
+  cacheCap?: CacheCap | null;
   variables: readonly BuildVariable[];
   memoryMb: number;
   stepTimeoutSecs: number;
@@ -149,6 +152,8 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
 
   const ids = spec.identity ?? defaultIdentity();
   if (spec.network?.refusal) return done("failed", { failureKind: "internal", error: spec.network.refusal });
+  const cache = spec.cacheDir ? await openCache(spec.cacheDir, spec.cacheCap ?? null) : null;
+  if (cache?.line) emit("ops", cache.line.level, cache.line.text);
   const { sandboxed: hostEnv, root } = prepare(spec, ids);
   const stage = staging(spec);
   const sandboxed = { ...hostEnv, HOME: stage.at(hostEnv.HOME), XDG_RUNTIME_DIR: stage.at(hostEnv.XDG_RUNTIME_DIR), TMPDIR: stage.at(hostEnv.TMPDIR) };
@@ -223,6 +228,7 @@ export async function runContainerBuild(spec: ContainerBuildSpec, opts: BuildRun
     await releaseLimit(limit.cgroup);
     await releasePids(pids.group);
     await netns?.close();
+    await cache?.close();
   }
 }
 

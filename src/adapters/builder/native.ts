@@ -17,9 +17,8 @@ import path from "node:path";
 import { secretMasker, DEFAULT_PATH, type SecretMasker } from "../runtime/process";
 import type { MemoryCgroup } from "../sandbox/cgroups";
 import type { PidsGroup } from "../sandbox/pids";
-import { seccompFile } from "../sandbox/seccomp";
-import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
-import { CACHE_MOUNTS, prepareCache, snapshotCache, cacheUse, type CacheSnapshot } from "./cache";
+import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited, sandboxLines } from "./limits";
+import { CACHE_MOUNTS, openCache, snapshotCache, cacheUse, type CacheSnapshot, type OpenCache } from "./cache";
 import { defaultIdentity, findSandboxTools, handOver, sandboxDir, writePasswd, SANDBOX_HOME } from "../sandbox/users";
 import type { Netns } from "../sandbox";
 import { hostTrustVariables, sandboxArgv, type Mount } from "../sandbox/bwrap";
@@ -86,6 +85,8 @@ interface Run {
   pids: PidsGroup | null;
   memory: MemoryEnforcement;
   cacheBefore: CacheSnapshot | null;
+  /** The service's caches under their project's cap (cache.ts), closed when the build ends. */
+  cache: OpenCache | null;
   netns: Netns | null;
 }
 
@@ -120,7 +121,7 @@ async function prepare(run: Run): Promise<StepSetup | string> {
   if (!existsSync(spec.contextDir) || !statSync(spec.contextDir).isDirectory()) return `the build context ${spec.contextDir} is not a directory`;
   mkdirSync(spec.workDir, { recursive: true, mode: 0o711 });
   if (spec.cacheDir) {
-    prepareCache(spec.cacheDir);
+    run.cache = await openCache(spec.cacheDir, spec.cacheCap ?? null);
     sandboxDir(spec.cacheDir, ids);
     handOver(spec.cacheDir, ids);
     for (const m of CACHE_MOUNTS) handOver(path.join(spec.cacheDir, m.name), ids);
@@ -147,7 +148,8 @@ async function prepare(run: Run): Promise<StepSetup | string> {
   const pids = pidsLimit(spec.pids ?? 0, `ops-build-${path.basename(spec.workDir)}-${process.pid}-${Date.now().toString(36)}`, limit.cgroup);
   run.pids = pids.group;
   emit(run, first, "ops", pids.line.level, pids.line.text);
-  if (!seccompFile()) emit(run, first, "ops", "warn", `the seccomp filter is NOT enforced: ops has none for ${process.arch} (no_new_privs still set)`);
+  if (run.cache?.line) emit(run, first, "ops", run.cache.line.level, run.cache.line.text);
+  for (const l of sandboxLines(spec.tmpMb ?? DEFAULT_TMP_MB)) emit(run, first, "ops", l.level, l.text);
   for (const v of spec.variables) if (!ENV_NAME.test(v.name)) emit(run, first, "ops", "warn", `build variable "${v.name}" is not a valid environment variable name; left out`);
   const env = buildEnvironment(spec);
   // /tmp is a sized tmpfs per step, not carried from one step to the next (decision 0227).
@@ -246,6 +248,7 @@ export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOption
     pids: null,
     memory: "none",
     cacheBefore: null,
+    cache: null,
     netns: null,
   };
   const first: BuilderStep = spec.checks.length > 0 ? "checks" : "building";
@@ -282,5 +285,6 @@ export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOption
     await releaseLimit(run.cgroup);
     await releasePids(run.pids);
     await run.netns?.close();
+    await run.cache?.close();
   }
 }

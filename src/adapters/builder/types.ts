@@ -5,6 +5,7 @@
  */
 import type { SandboxIdentity } from "../sandbox/users";
 import type { SandboxNetwork } from "../sandbox";
+import type { CacheCap } from "./cache";
 
 /** A build-time variable of the service. Secret values are masked in every line a build prints. */
 export interface BuildVariable {
@@ -72,6 +73,8 @@ export interface NativeBuildSpec {
   workDir: string;
   /** The service's dependency cache directory, or null for none. */
   cacheDir: string | null;
+  /** The cap the service's caches share with the rest of its project's (cache.ts); omitted: none. */
+  cacheCap?: CacheCap | null;
   /** The `checks` step's commands, in order (may be empty). */
   checks: readonly string[];
   /** The build commands, in order (may be empty). */

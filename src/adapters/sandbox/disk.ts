@@ -40,21 +40,23 @@ export function mountsUnder(dir: string): string[] {
 /**
  * Make `image` (sparse, `capMb` MiB) an ext4 file system and mount it on `dir` (an existing,
  * empty directory). With `reuse`, an existing image is mounted as it is (a build that survived a
- * restart of ops).
+ * restart of ops, a project's dependency caches). `options` are mount options beside
+ * `nosuid,nodev` (`discard` gives deleted blocks back to the data disk).
  */
-export async function attachDisk(dir: string, image: string, capMb: number, opts: { reuse?: boolean } = {}): Promise<DiskAttempt> {
+export async function attachDisk(dir: string, image: string, capMb: number, opts: { reuse?: boolean; options?: readonly string[] } = {}): Promise<DiskAttempt> {
   const unsupported = diskCapUnsupported();
   if (unsupported) return { how: null, reason: unsupported };
   mkdirSync(path.dirname(image), { recursive: true, mode: 0o700 });
   if (!(opts.reuse && existsSync(image))) {
     rmSync(image, { force: true });
-    const made = await run(["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", image, `${capMb}M`]);
+    // 256-byte inodes (mke2fs picks 128 below 512 MiB): nanosecond times, which the caches' trim orders by.
+    const made = await run(["mkfs.ext4", "-q", "-F", "-m", "0", "-I", "256", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", image, `${capMb}M`]);
     if (made.code !== 0) {
       rmSync(image, { force: true });
       return { how: null, reason: `mkfs.ext4 failed: ${made.out}` };
     }
   }
-  const mounted = await run(["mount", "-t", "ext4", "-o", "loop,nosuid,nodev", image, dir]);
+  const mounted = await run(["mount", "-t", "ext4", "-o", ["loop", "nosuid", "nodev", ...(opts.options ?? [])].join(","), image, dir]);
   if (mounted.code !== 0) {
     if (!opts.reuse) rmSync(image, { force: true });
     return { how: null, reason: `the loop mount failed: ${mounted.out}` };

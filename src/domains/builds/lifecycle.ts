@@ -62,11 +62,6 @@ export function reachableDir(base: string, ...parts: string[]): string {
   return dir;
 }
 
-/** The service's dependency cache (per project, environment and service); its parents are reachable. */
-export function cacheDirOf(core: Core, row: Pick<BuildRow, "projectId" | "environment" | "service">): string {
-  return path.join(reachableDir(core.config.dataDir, "cache", "builds", row.projectId, row.environment), row.service);
-}
-
 /** Whether `step` has a timing that was opened and not closed. */
 export function hasOpenTiming(row: Pick<BuildRow, "stepTimings">, step: StepName): boolean {
   return timingsOf(row).some((s) => s.step === step && s.finishedAt === undefined);

@@ -17,6 +17,7 @@ import { SYSTEM_ACTOR } from "../../core/audit";
 import { OpsError } from "../../core/errors";
 import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import { runNativeBuild, resolveOutput } from "../../adapters/builder/native";
+import { projectCache } from "../../adapters/builder/cache";
 import { runContainerBuild, readLayout, type ContainerImage } from "../../adapters/builder/container";
 import type { BuildLine, BuildOutcome, BuildVariable } from "../../adapters/builder/types";
 import { unpackImage } from "../../adapters/runtime/unpack";
@@ -28,7 +29,7 @@ import { packImage, packedBlobs, ImageRefused } from "./image";
 import { signImage } from "./signing";
 import { scanImageFiles, describeHits } from "./secret-scan";
 import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
-import { cacheDirOf, reachableDir } from "./lifecycle";
+import { reachableDir } from "./lifecycle";
 import { mayBeServed, prepareClaim, rekeyInputs, type ClaimDraft } from "./reuse";
 import { attachBuildDisk, diskFullNote, releaseBuildDisk } from "./disk";
 import { projectIdentity, sandboxNetworkOf } from "../../adapters/sandbox";
@@ -173,11 +174,11 @@ function variables(ctx: StepContext): BuildVariable[] {
 }
 
 function nativeBase(ctx: StepContext, plan: BuildPlan, vars: BuildVariable[]) {
-  const { core } = ctx;
+  const { core, row } = ctx;
   return {
     contextDir: contextDir(ctx, plan),
     workDir: dirs(ctx.workDir).work,
-    cacheDir: cacheDirOf(core, ctx.row),
+    ...projectCache(core.config.dataDir, row.projectId, row.environment, row.service, core.config.cacheMaxMb),
     variables: vars,
     memoryMb: core.config.buildMemoryMb,
     stepTimeoutSecs: core.config.buildStepTimeoutSecs,
@@ -215,7 +216,7 @@ async function build(ctx: StepContext): Promise<StepDone> {
         contextDir: contextDir(ctx, plan),
         dockerfile: plan.dockerfile!,
         workDir: dirs(ctx.workDir).work,
-        cacheDir: cacheDirOf(core, row),
+        ...projectCache(core.config.dataDir, row.projectId, row.environment, row.service, core.config.cacheMaxMb),
         variables: vars,
         memoryMb: core.config.buildMemoryMb,
         stepTimeoutSecs: core.config.buildStepTimeoutSecs,
