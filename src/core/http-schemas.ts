@@ -2,7 +2,7 @@
  * Schemas every domain's routes share in OpenAPI: the error body, and response maps for the
  * common statuses so each route lists what it can answer.
  */
-import { Type } from "@sinclair/typebox";
+import { Type, type TInteger, type TNull, type TUnion } from "@sinclair/typebox";
 import { t } from "elysia";
 
 export const ErrorBody = t.Object(
@@ -81,7 +81,10 @@ export function IntParam(opts: { minimum?: number; maximum?: number; description
  * `{"build_id":"1"}` would reach the handler; the spec's integer fields take numbers only, and a
  * refusal names the field and the bounds. `nullable` also admits `null`.
  */
-export function BodyInt(opts: { minimum?: number; maximum?: number; description?: string; nullable?: boolean } = {}) {
+type BodyIntOptions = { minimum?: number; maximum?: number; description?: string };
+export function BodyInt(opts: BodyIntOptions & { nullable: true }): TUnion<[TInteger, TNull]>;
+export function BodyInt(opts?: BodyIntOptions & { nullable?: false }): TInteger;
+export function BodyInt(opts: BodyIntOptions & { nullable?: boolean } = {}): TInteger | TUnion<[TInteger, TNull]> {
   const { nullable, description, ...bounds } = opts;
   const range =
     bounds.minimum !== undefined && bounds.maximum !== undefined ? ` from ${bounds.minimum} to ${bounds.maximum}` : bounds.minimum !== undefined ? ` of ${bounds.minimum} or more` : bounds.maximum !== undefined ? ` of ${bounds.maximum} or less` : "";
