@@ -1,6 +1,7 @@
 /**
  * Authorization matrix rows of the observability domain (issue 12): the reads under
- * `/api/v1/obs` (obs.read, evaluated "anywhere" and narrowed per project by the service) and the
+ * `/api/v1/obs` (obs.read, evaluated "anywhere" and narrowed per project by the service; one trace
+ * by id open to any signed-in caller and narrowed alike) and the
  * OTLP ingest (obs.ingest in the project the data goes to, named by `X-Ops-Project` here).
  *
  * The setup writes one log line, one span and one metric point into the matrix project and one log
@@ -8,7 +9,7 @@
  * caller sees the other project's line unless it may read that project (the estate owner, and the
  * token pinned to the other project).
  */
-import { registerMatrixDomain, guarded, type World, type MatrixRow, type Column } from "./authz-matrix";
+import { registerMatrixDomain, guarded, holds, type World, type MatrixRow, type Column } from "./authz-matrix";
 import { writerOf } from "../src/domains/observability/writer";
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -58,11 +59,11 @@ const ROWS: MatrixRow[] = [
   guarded("GET /api/v1/obs/metrics/series", "obs.read", "anywhere", { setup: telemetryFixtures, path: () => `${O}/metrics/series?name=matrix.requests`, status: 200 }),
   guarded("GET /api/v1/obs/services", "obs.read", "anywhere", { setup: telemetryFixtures, path: () => `${O}/services`, status: 200 }),
   guarded("GET /api/v1/obs/traces", "obs.read", "anywhere", { setup: telemetryFixtures, path: () => `${O}/traces`, status: 200 }),
-  // Callers who may read the matrix project get the trace; the token pinned to the other project gets 404.
-  guarded("GET /api/v1/obs/traces/:trace_id", "obs.read", "anywhere", {
+  // Any signed-in caller (decision 0536): who may read the trace's environment gets it; everyone else the 404 of an unknown trace.
+  guarded("GET /api/v1/obs/traces/:trace_id", "authenticated", "anywhere", {
     setup: telemetryFixtures,
     path: () => `${O}/traces/${TRACE}`,
-    verify: (_w, c, body) => (c === "pinnedElsewhere" ? (body.includes("not_found") ? null : "sees another project's trace") : body.includes(TRACE) ? null : "does not see the trace"),
+    verify: (_w, c, body) => (holds(c, "obs.read", "production") ? (body.includes(TRACE) ? null : "does not see the trace") : body.includes("not_found") ? null : "sees a trace it may not read"),
   }),
   guarded("POST /otlp/v1/logs", "obs.ingest", "project", { path: () => "/otlp/v1/logs", raw: otlp(), status: 200 }),
   guarded("POST /otlp/v1/traces", "obs.ingest", "project", { path: () => "/otlp/v1/traces", raw: otlp(), status: 200 }),

@@ -1,8 +1,8 @@
 /**
  * Authorization matrix rows of the registries' `/api/v1` routes (issue 7, DESIGN.md §3 claims):
  * package reads (`packages.read`) and name claims (`packages.publish`), project-level — no
- * environment policy applies — and the estate-wide list, evaluated anywhere and narrowed per
- * project by the service.
+ * environment policy applies — and the estate-wide list, open to any signed-in caller and
+ * narrowed per project by the service.
  *
  * The protocol routes (`/npm/`, `/cargo/`, `/v2/`) are not in the matrix: they authenticate with
  * their own credential forms (npm bearer and Basic, cargo's bare token, the OCI Docker token
@@ -30,11 +30,11 @@ function packages(w: World): void {
 }
 
 const ROWS: MatrixRow[] = [
-  guarded("GET /api/v1/packages", "packages.read", "anywhere", {
+  guarded("GET /api/v1/packages", "authenticated", "anywhere", {
     setup: packages,
     path: () => "/api/v1/packages",
     status: 200,
-    // Anywhere, narrowed per project: the project's crate shows exactly to who reads packages there.
+    // Any signed-in caller, narrowed per project (decision 0536): the project's crate shows exactly to who reads packages there.
     verify: (_w, c, body) => {
       const listed = (JSON.parse(body) as { cargo: Array<{ name: string }> }).cargo.some((p) => p.name === "matrix-crate");
       const should = holds(c, "packages.read", "project");

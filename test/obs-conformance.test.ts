@@ -1,7 +1,8 @@
 /**
  * Observability reads against doc 3: metric series read raw samples for any window inside the
  * 14-day raw retention and rollups only past it; a metric name nobody sent has no made-up kind;
- * the traces `limit` counts traces, not root spans; a trace id that is no trace id is a 404.
+ * the traces `limit` counts traces, not root spans; a trace id that is no trace id is a 404, and
+ * so is a trace none of which the caller may read, even for a caller in no project at all.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
@@ -70,6 +71,25 @@ describe("traces", () => {
       expect([id.length, res.status]).toEqual([id.length, 404]);
       await res.arrayBuffer();
     }
+  });
+});
+
+describe("a trace the caller cannot see", () => {
+  test("is a 404 for a person in no project, as for a trace that does not exist (not a 403)", async () => {
+    const trace = hex(77, 32);
+    const now = t.clock.now();
+    await post("/otlp/v1/traces", { resourceSpans: [{ resource: { attributes: [{ key: "service.name", value: { stringValue: "api" } }] }, scopeSpans: [{ spans: [{ traceId: trace, spanId: hex(1, 16), name: "GET /", startTimeUnixNano: `${now - MIN}000000`, endTimeUnixNano: `${now - MIN + 5}000000` }] }] }] });
+    expect((await get<Array<{ trace_id: string }>>(`/api/v1/obs/traces/${trace}`)).map((s) => s.trace_id)).toEqual([trace]);
+    const nobody = await makePerson(t, []);
+    for (const id of [trace, hex(78, 32)]) {
+      const body = await expectStatus(await t.request("GET", `/api/v1/obs/traces/${id}`, { token: nobody.session }), 404);
+      expect(body.error).toBe("not_found");
+    }
+    // A member of the project whose role lacks obs.read: none of the trace is in a project it may read.
+    const role = makeRole(t, "ob", "no-obs-trace", ["project.read"]);
+    const member = await makePerson(t, [{ role, project: "ob" }]);
+    await expectStatus(await t.request("GET", `/api/v1/obs/traces/${trace}?project=ob`, { token: member.session }), 404);
+    await expectStatus(await t.request("GET", `/api/v1/obs/traces/${trace}`), 401);
   });
 });
 

@@ -52,7 +52,7 @@ export const OBS_TOOLS: ToolSpec[] = [
     description: "Every span of one trace in start order.",
     route: "GET /api/v1/obs/traces/:trace_id",
     args: { describe: { trace_id: "Trace id (hex), from list_traces" } },
-    permission: "obs.read",
+    permission: "authenticated",
     annotations: READS,
     run: (c) => readTrace(c.core, c.auth.principal, c.params.trace_id, c.query),
     text: (r: Span[]) => `${count(r.length, "span")}${r.length ? `, root ${r[0].service} ${r[0].name} ${r[0].duration_ms} ms` : ""}.`,

@@ -1,7 +1,8 @@
 /**
  * Observability routes: the six reads of the spec under `/api/v1/obs` (plus the log volume the
- * console's histogram draws), all `obs.read` evaluated "anywhere" and narrowed per project by the
- * service (visibility.ts); and the OTLP/HTTP ingest at `/otlp/v1/{logs,traces,metrics}`
+ * console's histogram draws), `obs.read` evaluated "anywhere" and narrowed per project by the
+ * service (visibility.ts), except one trace by id: any signed-in caller, narrowed alike, so that
+ * a trace it may read none of is the spec's 404 (decision 0536); and the OTLP/HTTP ingest at `/otlp/v1/{logs,traces,metrics}`
  * (`obs.ingest` in the project the data goes to: the token's pin, else the project it names).
  */
 import { Elysia, t } from "elysia";
@@ -106,10 +107,12 @@ export function readRoutes(core: Core) {
         return readTrace(core, auth.principal, params.trace_id, query);
       },
       {
-        permission: "obs.read",
+        // Any caller: what it may read (obs.read, per project and environment) narrows the answer,
+        // so a trace it may read none of is a 404 like an unknown one, never a 403 (decision 0536).
+        permission: "authenticated",
         params: TraceParams,
         query: ScopeQuery,
-        detail: { summary: "Every span of a trace in start order; 404 when none of it is in a project you may read" },
+        detail: { summary: "Every span of a trace in start order; 404 when none of it is in a project you may read (obs.read)" },
         response: { 200: t.Array(t.Ref("SpanEntry")), ...errors(401, 403, 404, 422) },
       },
     );

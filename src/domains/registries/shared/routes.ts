@@ -25,8 +25,10 @@ export function packageRoutes(core: Core) {
     .use(authzPlugin(core))
     .model(registryModels)
     .get("/packages", ({ auth }) => estatePackages(core, auth.principal), {
-      permission: "packages.read",
-      detail: { tags: TAG, summary: "Every claimed name in the caller's projects" },
+      // Any caller: the list is narrowed to the projects where it holds packages.read, so a person
+      // in no such project gets empty lists, as the spec says, not a 403 (decision 0536).
+      permission: "authenticated",
+      detail: { tags: TAG, summary: "Every claimed name in the caller's projects (those where it holds packages.read)" },
       response: { 200: t.Ref("EstatePackagesResponse"), ...errors(401, 403) },
     })
     .get(
