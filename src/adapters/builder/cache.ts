@@ -22,6 +22,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { attachDisk, detachDisk, mountsUnder } from "../sandbox/disk";
 import type { LimitLine } from "./limits";
+import type { CacheCap } from "./types";
 import { trimCaches } from "./cache-trim";
 
 export interface CacheMount {
@@ -105,14 +106,6 @@ export function cacheUse(before: CacheSnapshot, after: CacheSnapshot): CacheUse 
   if (before.truncated || after.truncated) return { hit: null, reused, added };
   if (reused === 0 && added === 0) return { hit: null, reused, added };
   return { hit: reused > 0 && added === 0 ? 1 : 0, reused, added };
-}
-
-/** Where a project's dependency caches live and what they may hold. */
-export interface CacheCap {
-  /** The project's cache folder (`cache/deps/<project>`), the image's mount point. */
-  root: string;
-  /** `OPS_CACHE_MAX_MB`; 0 = no cap. */
-  capMb: number;
 }
 
 /**

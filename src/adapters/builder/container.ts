@@ -21,11 +21,11 @@ import path from "node:path";
 import { PathRefused, resolveInsideOrNull } from "../../core/inside";
 import { secretMasker, DEFAULT_PATH } from "../runtime/process";
 import { memoryLimit, pidsLimit, releaseLimit, releasePids, runLimited } from "./limits";
-import { openCache, type CacheCap } from "./cache";
+import { openCache } from "./cache";
 import { NetnsError, type Netns, type SandboxNetwork } from "../sandbox";
 import { defaultIdentity, dropPrivilegesArgv, handOver, runsAsRoot, sandboxDir, type SandboxIdentity } from "../sandbox/users";
 import { PRIVATE_MOUNT, stagingArgv } from "../sandbox/bwrap";
-import type { BuildLine, BuildOutcome, BuildRunOptions, BuildVariable, StepTiming } from "./types";
+import type { BuildLine, BuildOutcome, BuildRunOptions, BuildVariable, CacheCap, StepTiming } from "./types";
 
 export const INSTALL_BUILDAH = "install buildah to build Dockerfiles";
 

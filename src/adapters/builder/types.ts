@@ -5,7 +5,6 @@
  */
 import type { SandboxIdentity } from "../sandbox/users";
 import type { SandboxNetwork } from "../sandbox";
-import type { CacheCap } from "./cache";
 
 /** A build-time variable of the service. Secret values are masked in every line a build prints. */
 export interface BuildVariable {
@@ -64,6 +63,14 @@ export interface BuildOutcome {
   /** 0 to 1, or null when no dependency cache was used (see cache.ts). */
   cacheHit: number | null;
   memory: MemoryEnforcement;
+}
+
+/** Where a project's dependency caches live and what they may hold (cache.ts). */
+export interface CacheCap {
+  /** The project's cache folder (`cache/deps/<project>`), the image's mount point. */
+  root: string;
+  /** `OPS_CACHE_MAX_MB`; 0 = no cap. */
+  capMb: number;
 }
 
 export interface NativeBuildSpec {
