@@ -1,41 +1,55 @@
 /**
  * `ops doctor`: what this host gives ops's sandboxes (src/adapters/sandbox/doctor.ts), one line per
- * check, with the fix under each that does not hold. Exit 0 when every check holds, 1 otherwise;
- * `--json` prints the checks as a JSON array instead.
+ * check with the fix under each that does not hold, then the limits of each kind of run as those
+ * checks leave them (doctor-limits.ts), and last what is not enforced, if anything. Exit 0 when
+ * everything holds, 1 otherwise; `--json` prints the checks and kinds as a JSON array instead.
  */
 import { loadConfig } from "../core/config";
 import { runDoctor } from "../adapters/sandbox/doctor";
+import { limitsByKind, notEnforcedSummary } from "../adapters/sandbox/doctor-limits";
 import { EXIT, SERVER_FLAGS, envOverrides, type Command } from "./types";
 
 export const doctorCommand: Command = {
   name: "doctor",
   side: "server",
-  summary: "Check what this host gives builds and replicas (sandbox, limits)",
+  summary: "Check what this host gives builds, job runs and replicas (sandbox, limits per kind of run)",
   usage: "[--data-dir DIR] [--json]",
   description:
-    "Runs each check the way a sandbox would (a real sandbox, real cgroups made and removed) and prints what holds and what does not, with how to fix it. A limit this host cannot enforce is named here as well as in build logs and service status. Exits 1 when any check does not hold.",
-  flags: { "data-dir": SERVER_FLAGS["data-dir"], json: { type: "boolean", description: "Print the checks as JSON" } },
+    "Runs each check the way a sandbox would (a real sandbox, real cgroups made and removed) and prints what holds and what does not, with how to fix it; then the limits of each kind of run (build, job run, release step, publish step, replica) and, last, what is not enforced. A limit this host cannot enforce is named here as well as in build logs, job run logs and service status. Exits 1 when anything does not hold.",
+  flags: { "data-dir": SERVER_FLAGS["data-dir"], json: { type: "boolean", description: "Print the checks and each kind of run's limits as JSON" } },
   async run(ctx) {
     const config = loadConfig(ctx.env, envOverrides(ctx.flags, SERVER_FLAGS), ctx.cwd);
-    const checks = await runDoctor({
+    const settings = {
       pids: config.sandboxPids,
       tmpMb: config.sandboxTmpMb,
       buildMemoryMb: config.buildMemoryMb,
+      jobMemoryMb: config.jobMemoryMb,
       replicaMemoryMb: config.replicaMemoryMb,
       buildDiskMb: config.buildMaxDiskMb,
+      cacheMb: config.cacheMaxMb,
+      imageMb: config.imageMaxMb,
+      runtime: config.runtime,
       dataDir: config.dataDir,
       network: { mode: config.sandboxNetwork, publicUrl: config.publicUrl, allowCidrs: config.sandboxAllowCidrs, hostPorts: config.sandboxHostPorts },
       uidBase: config.sandboxUidBase,
-    });
-    if (ctx.flags.json) ctx.stdout(`${JSON.stringify(checks, null, 2)}\n`);
+    };
+    const checks = await runDoctor(settings);
+    const kinds = limitsByKind(settings, checks);
+    const all = [...checks, ...kinds.map(({ notEnforced: _, ...k }) => k)];
+    if (ctx.flags.json) ctx.stdout(`${JSON.stringify(all, null, 2)}\n`);
     else {
-      for (const c of checks) {
+      const line = (c: (typeof all)[number]) => {
         ctx.stdout(`${c.ok ? "ok  " : "FAIL"}  ${c.name}: ${c.detail}\n`);
         if (c.fix) ctx.stdout(`      fix: ${c.fix}\n`);
-      }
-      const failed = checks.filter((c) => !c.ok).length;
-      ctx.stdout(failed === 0 ? "every check holds\n" : `${failed} of ${checks.length} checks do not hold\n`);
+      };
+      checks.forEach(line);
+      ctx.stdout("limits per kind of run:\n");
+      kinds.forEach(line);
+      const failed = all.filter((c) => !c.ok).length;
+      const open = notEnforcedSummary(kinds);
+      if (failed === 0) ctx.stdout("every check holds: every limit above is enforced\n");
+      else ctx.stdout(`${failed} of ${all.length} checks do not hold${open ? `; NOT enforced: ${open}` : ""}\n`);
     }
-    return checks.every((c) => c.ok) ? EXIT.ok : EXIT.failure;
+    return all.every((c) => c.ok) ? EXIT.ok : EXIT.failure;
   },
 };

@@ -6,9 +6,9 @@
 import { networkPolicy } from "./network";
 import { openNetns } from "./netns";
 import { networkTools } from "./index";
-import type { DoctorCheck, DoctorContext } from "./doctor-types";
+import { CHECK, type DoctorCheck, type DoctorContext } from "./doctor-types";
 
-const NAME = "network isolation";
+const NAME = CHECK.network;
 
 export async function networkCheck(ctx: DoctorContext): Promise<DoctorCheck> {
   const n = ctx.network;
