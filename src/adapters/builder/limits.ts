@@ -8,6 +8,7 @@ import { rmdirSync } from "node:fs";
 import { startCommand, type SecretMasker } from "../runtime/process";
 import { createMemoryCgroup, joinArgv, type MemoryCgroup } from "../sandbox/cgroups";
 import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
+import { emptyAll } from "../sandbox/group-end";
 import { hostArch, seccompFile } from "../sandbox/seccomp";
 import type { MemoryEnforcement } from "./types";
 
@@ -126,8 +127,8 @@ export async function runLimited(c: LimitedCommand): Promise<Verdict> {
   c.signal?.addEventListener("abort", abort);
   try {
     const res = await running.done;
-    c.cgroup?.killAll();
-    c.pids?.killAll();
+    // The step has ended once its groups are empty, not when its command exited (decision 0511).
+    await emptyAll([c.cgroup, c.pids]);
     if (c.cgroup?.oomKilled()) return { kind: "memory", why: "ran out of memory" };
     if (c.signal?.aborted) return { kind: "cancelled", why: "cancelled: the process tree was killed" };
     if (res.timedOut) return { kind: "timeout", why: "timed out" };

@@ -29,6 +29,7 @@ import { adoptCommand, startKeptCommand, type KeptCommand } from "./kept";
 import { adoptableParts, discardHandover, replicaHandover } from "./handover";
 import { detectMemoryController, type MemoryCgroup, type MemoryDetection } from "../sandbox/cgroups";
 import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
+import { emptyAll } from "../sandbox/group-end";
 import { politeTargets, sandboxArgv } from "../sandbox/bwrap";
 import { defaultIdentity, findSandboxTools, type SandboxIdentity, type SandboxTools } from "../sandbox/users";
 import { NetnsError, type Netns, type SandboxNetwork } from "../sandbox";
@@ -177,6 +178,8 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
   async function onExit(r: Replica, res: { exitCode: number | null; signal: string | null; error?: unknown }): Promise<void> {
     r.generation++;
     r.run = null;
+    // Reported ended only once its sandbox is empty; what the kernel keeps alive past the bound is noted (decision 0511).
+    await emptyAll([r.cgroup, r.pids]).catch((e: Error) => note(r, e.message));
     const oomKilled = r.cgroup !== null && r.cgroup.oomKills() > r.oomBase;
     const at = Date.now();
     r.status.lastExit = { code: res.exitCode, signal: res.signal, oomKilled, at };
@@ -266,6 +269,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
           state: "starting",
           host: "127.0.0.1",
           port: netns?.port ?? freeLoopbackPort(),
+          netns: netns?.inside() ?? null,
           pid: null,
           restarts: 0,
           startedAt: null,
@@ -383,6 +387,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
           politeTargets,
         });
         const res = await run.done;
+        await emptyAll([mem.cgroup, pids.group]); // returns once its sandbox is empty, else rejects naming what is left (decision 0511)
         const oomKilled = (mem.cgroup?.oomKills() ?? 0) > 0;
         return { code: res.exitCode, signal: res.signal, oomKilled, timedOut: res.timedOut, tail } satisfies OneOffResult;
       } finally {

@@ -16,9 +16,13 @@
  * Two ways to make a group: `createMemoryCgroup` (one group directly below ops's own, named by
  * the caller: a build) and `detectMemoryController` (a controller that makes groups under
  * `<own>/ops-replicas/`, sweeping the ones a dead ops left: replicas).
+ *
+ * A sandbox has ended when its group is empty, not when its command exited: a run's verdict waits
+ * for the group's `empty()` (group-end.ts, decision 0511).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { groupEnd } from "./group-end";
 
 export type CgroupHow = "cgroup-v2" | "cgroup-v1";
 
@@ -32,9 +36,11 @@ export interface MemoryCgroup {
   oomKills(): number;
   /** True once the kernel's OOM killer killed a process of this group. */
   oomKilled(): boolean;
-  /** SIGKILL every process still in the group. */
+  /** SIGKILL every process still in the group (one sweep). */
   killAll(): void;
-  /** Kill what is left and remove the group (best effort: a busy group is left for the kernel). */
+  /** Kill every process of the group and resolve once none is left; a GroupNotEmptyError past the bound (`emptyGroup`). */
+  empty(): Promise<void>;
+  /** Empty the group and remove it; one that cannot be emptied stays and is tried again every 10 s (`empty` is what says so). */
   remove(): Promise<void>;
 }
 
@@ -169,57 +175,22 @@ export function delegateV2(own: string, controller = "memory"): void {
   }
 }
 
-function pids(procsFile: string): number[] {
-  return read(procsFile).split("\n").filter(Boolean).map(Number);
-}
-
 /** The handle of an existing group (one the previous image of ops handed over, docs/decisions/0390). */
 export function openMemoryCgroup(version: 1 | 2, dir: string): MemoryCgroup {
   return handle(version, dir);
 }
 
 function handle(version: 1 | 2, dir: string): MemoryCgroup {
-  const procsFile = path.join(dir, "cgroup.procs");
   const oomFile = version === 2 ? path.join(dir, "memory.events") : path.join(dir, "memory.oom_control");
-  const cg: MemoryCgroup = {
+  return {
     version,
     how: version === 2 ? "cgroup-v2" : "cgroup-v1",
     dir,
-    procsFile,
+    procsFile: path.join(dir, "cgroup.procs"),
     oomKills: () => counter(oomFile, "oom_kill"),
     oomKilled: () => counter(oomFile, "oom_kill") > 0,
-    killAll() {
-      if (version === 2 && existsSync(path.join(dir, "cgroup.kill"))) {
-        try {
-          writeFileSync(path.join(dir, "cgroup.kill"), "1");
-          return;
-        } catch {
-          // Fall back to one signal per process.
-        }
-      }
-      for (const pid of pids(procsFile)) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          // Already gone.
-        }
-      }
-    },
-    async remove() {
-      for (let i = 0; i < 40; i++) {
-        cg.killAll();
-        try {
-          rmdirSync(dir);
-          return;
-        } catch (e) {
-          const code = (e as NodeJS.ErrnoException).code;
-          if (code !== "EBUSY") return;
-        }
-        await Bun.sleep(50);
-      }
-    },
+    ...groupEnd(version, dir),
   };
-  return cg;
 }
 
 /**

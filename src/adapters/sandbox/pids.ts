@@ -15,6 +15,7 @@
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { IMAGE_TAG, controllerHierarchies, delegateV2, enableController, sweep, type CgroupHow, type DetectOptions, type Hierarchy, type MemoryCgroup } from "./cgroups";
+import { groupEnd } from "./group-end";
 
 export interface PidsGroup {
   readonly max: number;
@@ -24,9 +25,11 @@ export interface PidsGroup {
   readonly joinFile: string | null;
   /** How many forks the limit refused so far. */
   refused(): number;
-  /** SIGKILL every process still in the group. */
+  /** SIGKILL every process still in the group (one sweep). */
   killAll(): void;
-  /** Kill what is left and remove the group (only a group of its own; best effort). */
+  /** Kill every process of the group and resolve once none is left; a GroupNotEmptyError past the bound (group-end.ts). */
+  empty(): Promise<void>;
+  /** Empty the group and remove it (only a group of its own); one that cannot be emptied stays and is tried again every 10 s (`empty` is what says so). */
   remove(): Promise<void>;
 }
 
@@ -52,36 +55,17 @@ export function openPidsGroup(version: 1 | 2, dir: string, max: number, own: boo
 }
 
 function handle(version: 1 | 2, dir: string, max: number, own: boolean): PidsGroup {
-  const procs = path.join(dir, "cgroup.procs");
-  const killAll = () => {
-    for (const pid of read(procs).split("\n").filter(Boolean).map(Number)) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    }
-  };
+  const end = groupEnd(version, dir);
   return {
     max,
     how: version === 2 ? "cgroup-v2" : "cgroup-v1",
     dir,
-    joinFile: own ? (version === 1 ? path.join(dir, "tasks") : procs) : null,
+    joinFile: own ? (version === 1 ? path.join(dir, "tasks") : path.join(dir, "cgroup.procs")) : null,
     refused: () => Number(/^max (\d+)$/m.exec(read(path.join(dir, "pids.events")))?.[1] ?? 0),
-    killAll,
-    async remove() {
-      if (!own) return;
-      for (let i = 0; i < 40; i++) {
-        killAll();
-        try {
-          rmdirSync(dir);
-          return;
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== "EBUSY") return;
-        }
-        await Bun.sleep(i < 5 ? 2 ** i : 50);
-      }
-    },
+    killAll: end.killAll,
+    empty: end.empty,
+    // A limit inside the sandbox's memory group goes with that group.
+    remove: async () => (own ? end.remove() : undefined),
   };
 }
 

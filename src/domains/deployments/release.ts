@@ -14,6 +14,7 @@ import type { Core } from "../../core/core";
 import { specOf, type ResourceRow, type ServiceSpec } from "../resources/service";
 import { declarationAt, findSourceOfRepo } from "../sources/service";
 import { runtimeOf, type RuntimeImage } from "../../adapters/runtime";
+import { GroupNotEmptyError } from "../../adapters/sandbox/group-end";
 import type { ServiceAddress, ServiceEnv } from "./live";
 import { openRing, ringStopped } from "./logs";
 
@@ -55,7 +56,10 @@ export async function runReleaseStep(core: Core, addr: ServiceAddress, service: 
   openRing(core, id, labels);
   const res = await runtimeOf(core)
     .run({ id, image, command: step.command, env: env.env, masked: env.masked, memoryMb: specOf<ServiceSpec>(service).limits?.memory_mb ?? null, labels, timeoutMs: RELEASE_STEP_TIMEOUT_MS })
-    .finally(() => ringStopped(core, id));
+    .finally(() => ringStopped(core, id))
+    .catch((e: unknown) => (e instanceof GroupNotEmptyError ? e : Promise.reject(e)));
+  // A step whose sandbox could not be emptied has not ended as far as ops can tell (decision 0511).
+  if (res instanceof GroupNotEmptyError) return `release step ${step.name} did not end: ${res.message}`;
   if (res.code === 0 && !res.timedOut) return null;
   const how = res.timedOut ? `timed out after ${RELEASE_STEP_TIMEOUT_MS / 60_000} minutes` : res.oomKilled ? "was killed over its memory limit" : res.signal ? `was ended by ${res.signal}` : `exited with code ${res.code}`;
   const last = res.tail.filter((l) => l.trim() !== "").at(-1);

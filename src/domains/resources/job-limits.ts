@@ -12,6 +12,7 @@ import { memoryLimit, pidsLimit, releaseLimit, sandboxLines, type LimitLine } fr
 import { attachDisk, detachDisk, diskFull, diskImages, mountsUnder } from "../../adapters/sandbox/disk";
 import type { MemoryCgroup } from "../../adapters/sandbox/cgroups";
 import type { PidsGroup } from "../../adapters/sandbox/pids";
+import { emptyAll } from "../../adapters/sandbox/group-end";
 
 export interface JobLimits {
   /** cgroup.procs of the run's memory group, joined by the sandbox before anything runs. */
@@ -22,6 +23,8 @@ export interface JobLimits {
   lines: LimitLine[];
   /** Why the run failed because of a limit (out of memory, its home full), or null. */
   verdict(): string | null;
+  /** Resolves once every process of the run's sandbox is gone; a GroupNotEmptyError past the bound (decision 0511). */
+  ended(): Promise<void>;
   /** Kill what is left, remove the groups, unmount and delete the home. */
   release(): Promise<void>;
 }
@@ -66,6 +69,7 @@ export async function jobLimits(core: Core, runId: number): Promise<JobLimits> {
       if (capped && diskFull(home)) return `its home is full: it may hold ${buildMaxDiskMb} MiB (OPS_BUILD_MAX_DISK_MB)`;
       return null;
     },
+    ended: () => emptyAll([memory.cgroup, pids.group]),
     async release() {
       await releaseGroups(memory.cgroup, pids.group);
       await detachDisk(home, existsSync(image) ? image : null);

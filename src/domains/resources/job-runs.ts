@@ -329,9 +329,12 @@ export async function executeRun(core: Core, payload: unknown, item: ItemContext
   const limited = limits;
   try {
     const res = await running.done;
+    // Recorded ended only once its sandbox is empty (decision 0511).
+    const left = await limited.ended().then(() => null, (e: Error) => e.message);
     const hit = res.exitCode !== 0 ? limited.verdict() : null;
     let error: string | null = null;
-    if (res.stopped) error = "ops shut down during the run";
+    if (left) error = left;
+    else if (res.stopped) error = "ops shut down during the run";
     else if (res.timedOut) error = `timed out after ${timeoutSecs}s`;
     else if (hit) error = hit;
     else if (res.signal) error = `killed by ${res.signal}`;
