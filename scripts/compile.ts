@@ -1,5 +1,5 @@
 /**
- * The one way ops is compiled: `bun build --compile` of src/main.ts with the version baked in
+ * The one way ops is compiled: `bun build --compile` of src/bin.ts (which runs src/main.ts) with the version baked in
  * (OPS_BUILD_VERSION), the console bundle embedded (src/console/bundle.ts) and no .env or
  * bunfig.toml read at run time. build.ts and the end-to-end tests both call `compileOps`.
  */
@@ -21,7 +21,8 @@ export interface CompileOptions {
 export async function compileOps(opts: CompileOptions): Promise<string> {
   const res = await Bun.build({
     // The telemetry writer runs on its own thread: a worker's module must be an entrypoint of its own.
-    entrypoints: [path.join(root, "src/main.ts"), path.join(root, "src/domains/observability/writer-worker.ts")],
+    // src/bin.ts routes the data plane's commands to their own lean entry (decision 0600).
+    entrypoints: [path.join(root, "src/bin.ts"), path.join(root, "src/domains/observability/writer-worker.ts")],
     compile: {
       outfile: opts.outfile,
       autoloadDotenv: false,

@@ -34,6 +34,8 @@ export interface CoreOptions {
   logSink?: LogSink;
   /** Domain modules to install; default: all of src/domains/index.ts. */
   modules?: readonly DomainModule[];
+  /** Entries for `core.locals` before the domains install (`ops serve`'s data plane runtime and ingress). */
+  locals?: ReadonlyArray<readonly [string, unknown]>;
 }
 
 /** Access hooks that know nobody: every request is anonymous until the access domain installs its own. */
@@ -86,6 +88,7 @@ export function createCore(config: Config, opts: CoreOptions = {}): Core {
   const status = secrets.open();
   if (status.sealed) log.warn("secrets store is sealed", { reason: status.reason });
 
+  for (const [k, v] of opts.locals ?? []) core.locals.set(k, v);
   const modules = opts.modules ?? DOMAINS;
   modulesByCore.set(core, modules);
   for (const m of modules) m.install?.(core);

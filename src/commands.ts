@@ -9,6 +9,7 @@ import { serveCommand, migrateCommand, versionCommand } from "./commands/server"
 import { doctorCommand } from "./commands/doctor";
 import { installCommand, uninstallCommand } from "./commands/install";
 import { restartCommand } from "./commands/restart";
+import { dataPlaneCommand, ingressCommand } from "./commands/data-plane";
 import { rotateSecretsKeyCommand, sealCommand, unsealCommand } from "./commands/secrets";
 import { adminCreateOperatorCommand, adminCreateProjectCommand } from "./domains/access/commands";
 import { publishCliCommand } from "./domains/cli/commands";
@@ -22,6 +23,8 @@ export const COMMANDS: readonly Command[] = [
   versionCommand,
   doctorCommand,
   restartCommand,
+  dataPlaneCommand,
+  ingressCommand,
   installCommand,
   uninstallCommand,
   rotateSecretsKeyCommand,

@@ -20,6 +20,12 @@ export function opsArgv(...args: string[]): string[] {
   return self !== null ? [self, ...args] : [process.execPath.replace(/ \(deleted\)$/, ""), new URL("./main.ts", import.meta.url).pathname, ...args];
 }
 
+/** The argv of a data plane process (`data-plane`, `ingress`): its own lean entry when running from a checkout (decision 0600). */
+export function planeArgv(name: "data-plane" | "ingress", ...args: string[]): string[] {
+  const self = compiledSelf();
+  return self !== null ? [self, name, ...args] : [process.execPath.replace(/ \(deleted\)$/, ""), new URL("./dataplane/main.ts", import.meta.url).pathname, name, ...args];
+}
+
 /** The argv that starts this process again: the compiled binary, or bun with the entry script. */
 export function selfArgv(): string[] {
   const self = compiledSelf();

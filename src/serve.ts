@@ -21,6 +21,11 @@ import { writePidFile } from "./commands/restart";
 import { handOverReplicas } from "./adapters/runtime";
 import { claimHandover, prepareHandover } from "./adapters/runtime/handover";
 import type { RuntimeHandover } from "./adapters/runtime/types";
+import { RUNTIME_LOCAL } from "./adapters/runtime";
+import { INGRESS_LOCAL, type Ingress } from "./adapters/ingress";
+import { createLogger, stdoutSink } from "./core/log";
+import { attachDataPlane, type DataPlaneLink } from "./dataplane/client";
+import { remoteIngress, remoteRuntime } from "./dataplane/remote";
 
 export interface RunningServer {
   core: Core;
@@ -51,12 +56,51 @@ function assertListenable(config: Config): void {
   }
 }
 
+/**
+ * The data plane's ingress once it reports its listeners (it may still be starting), logged like
+ * the in-process one; null when the ingress is off.
+ */
+async function planeIngressReady(core: Core, ingress: ReturnType<typeof remoteIngress>): Promise<Ingress | null> {
+  if (!core.config.ingressListen && !core.config.ingressTlsListen) {
+    core.log.info("the ingress is off (OPS_INGRESS_LISTEN=off)");
+    return null;
+  }
+  const until = Date.now() + 10_000;
+  while (!(ingress.part?.listen || ingress.part?.tlsListen || ingress.part?.error) && Date.now() < until) await Bun.sleep(20);
+  const part = ingress.part;
+  const { ingressListen: plain, ingressTlsListen: tls } = core.config;
+  if (plain && !part?.listen) core.log.error("the ingress could not listen; services are not reachable through it", { listen: `${plain.host}:${plain.port}`, err: part?.error ?? "the data plane's ingress did not answer in time", setting: "OPS_INGRESS_LISTEN", pid: part?.pid ?? null });
+  if (tls && !part?.tlsListen) core.log.error("the ingress could not listen for HTTPS; services are not reachable over it", { listen: `${tls.host}:${tls.port}`, err: part?.error ?? "the data plane's ingress did not answer in time", setting: "OPS_INGRESS_TLS_LISTEN", pid: part?.pid ?? null });
+  if (part?.listen || part?.tlsListen) core.log.info(part.listen ? "the ingress is serving" : "the ingress is serving HTTPS", { listen: part.listen, tls_listen: part.tlsListen, pid: part.pid, process: "data plane" });
+  return ingress;
+}
+
 export async function startServer(config: Config, opts: CoreOptions & { installSignals?: boolean } = {}): Promise<RunningServer> {
   assertListenable(config);
   // First, before anything is spawned: the replicas the previous image handed over (ops restart).
   const claim = claimHandover(config.dataDir);
   const pre = await backupBeforeMigrating(config.dataDir, VERSION);
-  const core = createCore(config, opts);
+  // The data plane (decision 0600): replicas and the ingress in processes that outlive this one.
+  let link: DataPlaneLink | null = null;
+  let planeIngress: ReturnType<typeof remoteIngress> | null = null;
+  const locals: Array<[string, unknown]> = [];
+  if (config.dataPlane === "process") {
+    const log = createLogger(config.logLevel, opts.logSink ?? stdoutSink).child({ component: "serve" });
+    link = await attachDataPlane(config, log);
+    const replicas = await link.channel.request("runtime.list", {});
+    log.info(link.started ? "started the data plane" : "attached to the running data plane; its replicas kept serving", { pid: link.hello.pid, replicas: replicas.length, since: new Date(link.hello.startedAt).toISOString() });
+    planeIngress = remoteIngress(link, log);
+    locals.push([RUNTIME_LOCAL, remoteRuntime(link, replicas, { log })], [INGRESS_LOCAL, planeIngress]);
+  }
+  const core = createCore(config, { ...opts, locals });
+  if (link) {
+    // A data plane that dies takes its replicas along: start everything again the way a restart
+    // does (the new image starts a new data plane and the reconcile starts every service).
+    link.onLost = () => {
+      core.log.error("the data plane went away (its replicas with it); restarting ops to start it again", { pid: link?.hello.pid });
+      if (opts.installSignals) process.kill(process.pid, "SIGHUP");
+    };
+  }
   if (claim?.refused) core.log.warn("refused the hand-over of replicas", { reason: claim.refused, replicas: claim.replicas });
   // OPS_TLS=acme (decision 0345): ops's own listener serves HTTPS once its certificate is here; a
   // new or renewed certificate starts a listener beside the old one (SO_REUSEPORT), and the old
@@ -81,8 +125,12 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
   listenOwn();
   if (!app.server) throw new Error("the HTTP server did not start");
   if (config.tls === "acme" && !own) core.log.warn("ops's own listener serves plain HTTP until its certificate is issued", { public_url: config.publicUrl });
-  const plainIngress = startIngress(core);
-  const ingress = (await startIngressTls(core)) ?? plainIngress;
+  let ingress: Ingress | null;
+  if (planeIngress) ingress = await planeIngressReady(core, planeIngress);
+  else {
+    const plainIngress = startIngress(core);
+    ingress = (await startIngressTls(core)) ?? plainIngress;
+  }
   core.scheduler.start();
   core.state.ready = true;
   const port = app.server.port ?? config.listen.port;
@@ -109,6 +157,9 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
       await core.scheduler.stop(grace);
       // A restart keeps the replicas: taken out of the runtime before its close hook stops the rest.
       if (reason === "SIGHUP") handover = handOverReplicas(core);
+      // The data plane keeps serving through a restart; a stop of ops stops it (and its replicas).
+      if (link && reason === "SIGHUP") link.detach();
+      else if (link) await link.shutdown(grace);
       await closeCore(core);
       core.log.info("stopped");
     })();

@@ -100,6 +100,13 @@ export interface Config {
   readonly runtime: "process" | "docker";
   /** Docker Engine socket for `runtime: docker`. */
   readonly dockerSocket: string;
+  /**
+   * Where `ops serve` keeps the ingress and the replicas (decision 0600): `process`, a data plane
+   * of its own that outlives the control plane; `inline`, in the one process (they die with it).
+   */
+  readonly dataPlane: "process" | "inline";
+  /** Replica output the data plane keeps on disk while the control plane is away, in MiB. */
+  readonly dataPlaneSpoolMb: number;
   /** host:port of the ingress listener, or null when it is off. */
   readonly ingressListen: { readonly host: string; readonly port: number } | null;
   /** host:port of the ingress's HTTPS listener, or null when it is off (the default). */
@@ -345,6 +352,8 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     sandboxUidBase: int(e, "OPS_SANDBOX_UID_BASE", 200_000, 1000, 4_000_000_000),
     runtime: oneOf(e, "OPS_RUNTIME", ["process", "docker"] as const, "process"),
     dockerSocket: path.resolve(cwd, str(e, "OPS_DOCKER_SOCKET") ?? "/var/run/docker.sock"),
+    dataPlane: oneOf(e, "OPS_DATA_PLANE", ["process", "inline"] as const, "process"),
+    dataPlaneSpoolMb: int(e, "OPS_DATA_PLANE_SPOOL_MB", 64, 1, 1024 * 1024),
     ingressListen: ingress === "off" ? null : parseListen(ingress, "OPS_INGRESS_LISTEN"),
     ingressTlsListen: ingressTls === "off" ? null : parseListen(ingressTls, "OPS_INGRESS_TLS_LISTEN"),
     tls,

@@ -104,7 +104,7 @@ export function tryNext(ctx: Ctx, ex: Exchange, again = false): void {
     return;
   }
   ex.reused = false;
-  connect(ctx, replica, u.host, u.port).then(
+  connect(ctx, replica, u).then(
     (conn) => {
       if (ex.finished) return release(ctx, conn);
       // The replica wrote before it was asked (and the connection was retired): the next one is tried.

@@ -4,29 +4,37 @@
  * drains the listener (src/serve.ts).
  */
 import type { Core } from "../../core/core";
-import { createIngress, type Ingress } from "./ingress";
+import type { Config } from "../../core/config";
+import type { Logger } from "../../core/log";
+import { createIngress, type Ingress, type IngressOptions } from "./ingress";
 
 export { createIngress, type Ingress, type IngressAddress, type IngressMetrics, type IngressOptions } from "./ingress";
 export { defaultHost, normaliseHost, serviceKey, type ServiceEntry, type ServiceRef, type ServiceRoute, type Upstream, type RouteConflict } from "./table";
 
-const KEY = "ingress";
+/** Where a Core keeps its ingress (`ops serve` puts the data plane's there before the domains install, decision 0600). */
+export const INGRESS_LOCAL = "ingress";
+
+/** The ingress's options from ops's configuration, the same in one process or in the data plane's. */
+export function ingressOptions(config: Config, log: Logger): IngressOptions {
+  const limits = config.ingressLimits;
+  return {
+    log,
+    headerTimeoutMs: limits.headerTimeoutSecs * 1000,
+    idleTimeoutMs: limits.idleTimeoutSecs * 1000,
+    bodyTimeoutMs: limits.bodyTimeoutSecs * 1000,
+    sendTimeoutMs: limits.sendTimeoutSecs * 1000,
+    maxConnPerIp: limits.maxConnPerIp,
+    maxConnections: limits.maxConnections,
+    trustedProxies: config.trustedProxies,
+  };
+}
 
 /** The Core's ingress (its route table, and its listener once `ops serve` started it). */
 export function ingressOf(core: Core): Ingress {
-  let ingress = core.locals.get(KEY) as Ingress | undefined;
+  let ingress = core.locals.get(INGRESS_LOCAL) as Ingress | undefined;
   if (!ingress) {
-    const limits = core.config.ingressLimits;
-    ingress = createIngress({
-      log: core.log.child({ component: "ingress" }),
-      headerTimeoutMs: limits.headerTimeoutSecs * 1000,
-      idleTimeoutMs: limits.idleTimeoutSecs * 1000,
-      bodyTimeoutMs: limits.bodyTimeoutSecs * 1000,
-      sendTimeoutMs: limits.sendTimeoutSecs * 1000,
-      maxConnPerIp: limits.maxConnPerIp,
-      maxConnections: limits.maxConnections,
-      trustedProxies: core.config.trustedProxies,
-    });
-    core.locals.set(KEY, ingress);
+    ingress = createIngress(ingressOptions(core.config, core.log.child({ component: "ingress" })));
+    core.locals.set(INGRESS_LOCAL, ingress);
   }
   return ingress;
 }

@@ -7,7 +7,8 @@
  * (given at construction, docs/decisions/0419-ingress-entry-points-injected.md).
  */
 import type { Ctx, Conn, Replica } from "./types";
-import type { Target, TargetUpstream } from "./table";
+import type { Target, TargetUpstream, Upstream } from "./table";
+import { canEnterNamespaces, connectInside } from "./netns-connect";
 
 /** A replica that does not accept a connection within this is treated as refusing it. */
 const CONNECT_TIMEOUT_MS = 5000;
@@ -88,46 +89,46 @@ export function retire(u: Conn): void {
 }
 
 /** Open a connection to a replica (rejects on refusal or after CONNECT_TIMEOUT_MS). */
-export function connect(ctx: Ctx, replica: Replica, host: string, port: number): Promise<Conn> {
+export function connect(ctx: Ctx, replica: Replica, u: Upstream): Promise<Conn> {
   const conn: Conn = { socket: null as unknown as Conn["socket"], key: replica.key, replica, ex: null, tunnel: null, buf: null, out: null, reusable: true, closed: false, paused: false, err: "", frames: null, sentTurn: -1 };
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const connecting = Bun.connect<Conn>({
-    hostname: host,
-    port,
-    data: conn,
-    socket: {
-      open(s) {
-        s.setNoDelay(true);
-        // Set here too: bytes may arrive before the exchange takes the connection, and retire it.
-        conn.socket = s;
-        replica.open++;
-      },
-      data(s, bytes) {
-        const u = s.data;
-        if (u.tunnel) {
-          u.frames!.feed(bytes);
-          return ctx.on.writeClient(u.tunnel, bytes);
-        }
-        try {
-          ctx.on.upstreamBytes(ctx, u, bytes);
-        } catch (e) {
-          ctx.on.upstreamFault(ctx, u, e as Error);
-        }
-      },
-      drain(s) {
-        ctx.on.upstreamDrained(s.data);
-      },
-      error(s, err) {
-        s.data.err = err.message;
-      },
-      close(s) {
-        ctx.on.upstreamClosed(ctx, s.data);
-      },
-      connectError() {
-        // The promise rejects; the exchange tries the next replica.
-      },
+  const socket: import("bun").SocketHandler<Conn> = {
+    open(s) {
+      s.setNoDelay(true);
+      // Set here too: bytes may arrive before the exchange takes the connection, and retire it.
+      conn.socket = s;
+      replica.open++;
     },
-  });
+    data(s, bytes) {
+      const u = s.data;
+      if (u.tunnel) {
+        u.frames!.feed(bytes);
+        return ctx.on.writeClient(u.tunnel, bytes);
+      }
+      try {
+        ctx.on.upstreamBytes(ctx, u, bytes);
+      } catch (e) {
+        ctx.on.upstreamFault(ctx, u, e as Error);
+      }
+    },
+    drain(s) {
+      ctx.on.upstreamDrained(s.data);
+    },
+    error(s, err) {
+      s.data.err = err.message;
+    },
+    close(s) {
+      ctx.on.upstreamClosed(ctx, s.data);
+    },
+    connectError() {
+      // The promise rejects; the exchange tries the next replica.
+    },
+  };
+  // Inside the replica's namespace when ops may enter it (decision 0601), else its host port.
+  const connecting =
+    u.netns && canEnterNamespaces()
+      ? connectInside(u.netns, u.port, CONNECT_TIMEOUT_MS).then((fd) => Bun.connect<Conn>({ fd, data: conn, socket } as unknown as import("bun").TCPSocketConnectOptions<Conn>))
+      : Bun.connect<Conn>({ hostname: u.host, port: u.port, data: conn, socket });
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
   });

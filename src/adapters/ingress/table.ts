@@ -27,6 +27,11 @@ export interface ServiceRef {
 export interface Upstream {
   host: string;
   port: number;
+  /**
+   * The replica's network namespace, when the ingress may connect inside it (a root ops,
+   * decision 0601): it then connects to 127.0.0.1:`port` there instead of `host`:`port`.
+   */
+  netns?: { path: string; ident: string } | null;
   /** False while the rollout or a probe says it should get no traffic (default true). */
   healthy?: boolean;
 }

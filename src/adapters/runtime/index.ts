@@ -20,7 +20,29 @@ export type * from "./types";
 export { RuntimeError } from "./types";
 export { probeOnce, waitHealthy, tcpAccepts, type ProbeTarget, type ProbeResult } from "./probe";
 
-const KEY = "runtime";
+/** Where a Core keeps its runtime (`ops serve` puts the data plane's there before the domains install). */
+export const RUNTIME_LOCAL = "runtime";
+const KEY = RUNTIME_LOCAL;
+
+/**
+ * A runtime that lives elsewhere (the data plane's, decision 0600) and is handed to the Core
+ * before the domains install: it takes the hooks, an in-process runtime for one-off runs, and how
+ * to name a project's sandbox identity when the deployments domain first asks for it.
+ */
+export interface AttachableRuntime extends Runtime {
+  attach(hooks: RuntimeHooks, oneOffs: () => Runtime, identityOf: (labels: Record<string, string>) => { uid: number; gid: number }): void;
+}
+
+/** The in-process process runtime with ops's limits (the default runtime, and one-off runs beside a data plane). */
+function processRuntime(core: Core, hooks: RuntimeHooks): HandingOverRuntime {
+  return createProcessRuntime({
+    graceMs: core.config.shutdownGraceMs,
+    limits: { memoryMb: core.config.replicaMemoryMb, pids: core.config.sandboxPids, tmpMb: core.config.sandboxTmpMb },
+    identityOf: (labels) => (labels.project_id ? projectIdentity(core, labels.project_id) : defaultIdentity()),
+    network: sandboxNetworkOf(core),
+    ...hooks,
+  });
+}
 
 /**
  * The Core's runtime. `hooks` apply on the first call only (the deployments domain installs its
@@ -28,17 +50,23 @@ const KEY = "runtime";
  */
 export function runtimeOf(core: Core, hooks: RuntimeHooks = {}): Runtime {
   let runtime = core.locals.get(KEY) as Runtime | undefined;
-  if (runtime) return runtime;
-  runtime =
-    core.config.runtime === "docker"
-      ? createDockerRuntime({ socket: core.config.dockerSocket, graceMs: core.config.shutdownGraceMs, ...hooks })
-      : createProcessRuntime({
-          graceMs: core.config.shutdownGraceMs,
-          limits: { memoryMb: core.config.replicaMemoryMb, pids: core.config.sandboxPids, tmpMb: core.config.sandboxTmpMb },
-          identityOf: (labels) => (labels.project_id ? projectIdentity(core, labels.project_id) : defaultIdentity()),
-          network: sandboxNetworkOf(core),
-          ...hooks,
-        });
+  if (runtime) {
+    if ("attach" in runtime && (hooks.onLine || hooks.onState)) {
+      let oneOffs: Runtime | null = null;
+      (runtime as AttachableRuntime).attach(
+        hooks,
+        () => {
+          if (oneOffs) return oneOffs;
+          const r = (oneOffs = processRuntime(core, hooks));
+          core.onClose.push(() => r.stopAll(core.config.shutdownGraceMs));
+          return r;
+        },
+        (labels) => (labels.project_id ? projectIdentity(core, labels.project_id) : defaultIdentity()),
+      );
+    }
+    return runtime;
+  }
+  runtime = core.config.runtime === "docker" ? createDockerRuntime({ socket: core.config.dockerSocket, graceMs: core.config.shutdownGraceMs, ...hooks }) : processRuntime(core, hooks);
   core.locals.set(KEY, runtime);
   const r = runtime;
   core.onClose.push(() => r.stopAll(core.config.shutdownGraceMs));

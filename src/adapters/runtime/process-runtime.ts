@@ -269,6 +269,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
           state: "starting",
           host: "127.0.0.1",
           port: netns?.port ?? freeLoopbackPort(),
+          netns: netns?.inside() ?? null,
           pid: null,
           restarts: 0,
           startedAt: null,

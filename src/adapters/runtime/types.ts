@@ -89,6 +89,8 @@ export interface ReplicaStatus {
   /** Where the ingress reaches it. */
   host: string;
   port: number;
+  /** Its network namespace, when the ingress may connect inside it instead (decision 0601). */
+  netns?: { path: string; ident: string } | null;
   /** The pid ops started (the sandbox's outer process), while one runs. */
   pid: number | null;
   /** Restarts after crashes so far. */
@@ -114,6 +116,8 @@ export interface RuntimeHooks {
   onLine?(replicaId: string, stream: OutputStream, line: string, meta?: { labels: Record<string, string>; at: number }): void;
   /** Every state change. */
   onState?(status: ReplicaStatus): void;
+  /** Resolves once every line handed to `onLine` so far is in the log store (a data plane then forgets them). */
+  stored?(): Promise<void>;
 }
 
 /** A one-off command in an image (a release step): run to completion, never restarted. */

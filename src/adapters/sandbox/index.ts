@@ -52,7 +52,8 @@ export function networkTools(searchPath = DEFAULT_PATH): { pasta: string; nsente
 
 export const HOST_NETWORK_NOTE = "network isolation is off (OPS_SANDBOX_NETWORK=host): this sandbox shares the host's network, including its loopback services";
 
-export function sandboxNetworkOf(core: Core): SandboxNetwork {
+/** The sandbox network of a Core (or of the data plane, which has only a Core's config, scratch space and close hooks). */
+export function sandboxNetworkOf(core: Pick<Core, "config" | "locals" | "onClose">): SandboxNetwork {
   const cached = core.locals.get(KEY) as SandboxNetwork | undefined;
   if (cached) return cached;
   const mode = core.config.sandboxNetwork;

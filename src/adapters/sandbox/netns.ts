@@ -29,6 +29,12 @@ export interface Netns {
   listening(port: number): boolean;
   /** Whether pasta and the holder are still there. */
   alive(): boolean;
+  /**
+   * Where the ingress can connect inside it (decision 0601): a path to the namespace's descriptor
+   * this process holds and that descriptor's identity; null when ops is not root (a namespace
+   * owned by a user namespace cannot be entered from outside it).
+   */
+  inside(): { path: string; ident: string } | null;
   close(): Promise<void>;
   /** Leave it open for the next image of ops (see `adoptNetns`); this handle is closed without closing. */
   handOver(): NetnsHandover;
@@ -131,6 +137,12 @@ function handleOf(port: number | null, holder: { pid: number; start: string }, p
       return [...enter];
     },
     listening: (p) => listensOn(holder.pid, p),
+    inside: () => {
+      const net = fds.find((f) => f.role === "net");
+      if (closed || !net || fds.some((f) => f.role === "user")) return null;
+      // The namespace file's device and inode: what names the namespace, whoever opens it.
+      return { path: `/proc/${process.pid}/fd/${net.fd}`, ident: net.ident.split(":").slice(0, 2).join(":") };
+    },
     alive: () => !closed && startTimeOf(pasta.pid) === pasta.start && startTimeOf(holder.pid) === holder.start,
     close,
     handOver() {

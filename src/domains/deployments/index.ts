@@ -30,9 +30,11 @@ export const deploymentsModule: DomainModule = {
     installBuildHandOff(core);
     installImagePlacement(core, environmentsRunning);
     const runtime = runtimeOf(core, {
-      onLine(id, stream, line) {
-        keepLine(core, id, runtime.status(id)?.labels, stream, line);
+      onLine(id, stream, line, meta) {
+        // Lines the data plane kept while ops was away carry their replica's labels and time.
+        keepLine(core, id, meta?.labels ?? runtime.status(id)?.labels, stream, line, meta?.at);
       },
+      stored: () => flushServiceLogs(core),
       onState(status) {
         if (status.state === "stopped") ringStopped(core, status.id);
         const project = status.labels.project ? core.access.findProject(status.labels.project) : null;

@@ -132,7 +132,7 @@ export async function stopReplicas(core: Core, ids: readonly string[], graceMs =
 
 export function upstreamsOf(core: Core, ids: readonly string[]): Upstream[] {
   const runtime = runtimeOf(core);
-  return ids.map((id) => runtime.status(id)).filter((s): s is ReplicaStatus => s !== null).map((s) => ({ host: s.host, port: s.port }));
+  return ids.map((id) => runtime.status(id)).filter((s): s is ReplicaStatus => s !== null).map((s) => ({ host: s.host, port: s.port, ...(s.netns ? { netns: s.netns } : {}) }));
 }
 
 /**

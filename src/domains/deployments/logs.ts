@@ -45,7 +45,7 @@ export function openRing(core: Core, id: string, labels: Record<string, string>)
 }
 
 /** Keep one line of a replica (labels name its service). */
-export function keepLine(core: Core, replica: string, labels: Record<string, string> | undefined, stream: OutputStream, line: string): void {
+export function keepLine(core: Core, replica: string, labels: Record<string, string> | undefined, stream: OutputStream, line: string, writtenAt?: number): void {
   const all = rings(core);
   let ring = all.get(replica);
   if (!ring) {
@@ -53,7 +53,7 @@ export function keepLine(core: Core, replica: string, labels: Record<string, str
     ring = { projectId: labels.project_id ?? "", project: labels.project ?? "", environment: labels.environment ?? "", service: labels.service, lines: [], stoppedAt: null };
     all.set(replica, ring);
   }
-  const at = core.clock.now();
+  const at = writtenAt ?? core.clock.now();
   ring.lines.push({ at, replica, stream, line });
   if (ring.lines.length > RING_LINES) ring.lines.splice(0, ring.lines.length - RING_LINES);
   if (ring.projectId) toStore(core, { project: ring.projectId, environment: ring.environment, service: ring.service, level: stream === "stderr" ? "warn" : "info", message: line, target: stream, timestamp: at, host: replica });
