@@ -16,7 +16,7 @@
  * reads it too), to show the barrier holds under load rather than by luck.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { chmodSync, mkdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "../harness";
@@ -160,18 +160,25 @@ describe("nothing of a sandbox outlives the report of its end", () => {
 const stuck = (marker: string) => `setsid sleep ${marker} </dev/null >/dev/null 2>&1 & p=$!; until grep -q '^State:[[:space:]]*D' /proc/$p/status; do sleep 0.05; done; echo held`;
 const NOT_EMPTY = /^1 process\(es\) of the sandbox were still alive 5 s after they were killed \(pid \d+, cgroup \/sys\/fs\/cgroup\/\S+\)/;
 
-/** Wait for the run's `sleep <marker>`, hold it in the kernel (which lets the run's command end), and give `check` the held pid. */
-async function withHeld(marker: string, check: (pid: number) => Promise<void>): Promise<void> {
+/**
+ * Wait for the run's `sleep <marker>`, hold it in the kernel (which lets the run's command end), and
+ * give `check` the held pid; `check` returns the message that named the group. Once the process is
+ * let go, that group is removed (ops tries again every 10 s).
+ */
+async function withHeld(marker: string, check: (pid: number) => Promise<string | void>): Promise<void> {
   const pid = await until(`the sandbox's sleep ${marker}`, () => leftOver(marker)[0], 30_000, 20);
   const held = await holdInKernel(pid);
+  let message: string | void;
   try {
-    await check(pid);
+    message = await check(pid);
   } finally {
     await held.release();
   }
+  const group = message ? / cgroup (\S+)\)/.exec(message)?.[1] : undefined;
+  if (group) await until(`${group} removed`, () => !existsSync(group), 15_000, 100);
 }
 
-describe.skipIf(freezerMissing() !== null)("a process the kernel keeps alive past the bound", () => {
+describe.skipIf(freezerMissing() !== null)("a process the kernel keeps alive past the bound (its group removed once it is gone)", () => {
   test("a build step fails saying what is left, instead of succeeding with its sandbox alive", async () => {
     const marker = newMarker();
     const root = tempDir("ops-sandbox-end-");
@@ -187,6 +194,7 @@ describe.skipIf(freezerMissing() !== null)("a process the kernel keeps alive pas
         expect(leftOver(marker)).toEqual([pid]);
         expect(outcome).toBeInstanceOf(Error);
         expect((outcome as Error).message).toMatch(NOT_EMPTY);
+        return (outcome as Error).message;
       });
     } finally {
       rmSync(root, { recursive: true, force: true });
@@ -205,6 +213,7 @@ describe.skipIf(freezerMissing() !== null)("a process the kernel keeps alive pas
       expect(leftOver(marker)).toEqual([pid]);
       expect(run.status).toBe("failed");
       expect(run.error).toMatch(NOT_EMPTY);
+      return run.error!;
     });
   }, 60_000);
 
@@ -216,6 +225,7 @@ describe.skipIf(freezerMissing() !== null)("a process the kernel keeps alive pas
       expect(leftOver(marker)).toEqual([pid]);
       expect(outcome).toBeInstanceOf(Error);
       expect((outcome as Error).message).toMatch(NOT_EMPTY);
+      return (outcome as Error).message;
     });
   }, 60_000);
 
