@@ -26,6 +26,7 @@ import { INGRESS_LOCAL, type Ingress } from "./adapters/ingress";
 import { createLogger, stdoutSink } from "./core/log";
 import { attachDataPlane, type DataPlaneLink } from "./dataplane/client";
 import { remoteIngress, remoteRuntime } from "./dataplane/remote";
+import { LINK_LOCAL } from "./dataplane/status";
 
 export interface RunningServer {
   core: Core;
@@ -83,6 +84,7 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
   // The data plane (decision 0600): replicas and the ingress in processes that outlive this one.
   let link: DataPlaneLink | null = null;
   let planeIngress: ReturnType<typeof remoteIngress> | null = null;
+  let planeRuntime: ReturnType<typeof remoteRuntime> | null = null;
   const locals: Array<[string, unknown]> = [];
   if (config.dataPlane === "process") {
     const log = createLogger(config.logLevel, opts.logSink ?? stdoutSink).child({ component: "serve" });
@@ -90,7 +92,8 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
     const replicas = await link.channel.request("runtime.list", {});
     log.info(link.started ? "started the data plane" : "attached to the running data plane; its replicas kept serving", { pid: link.hello.pid, replicas: replicas.length, since: new Date(link.hello.startedAt).toISOString() });
     planeIngress = remoteIngress(link, log);
-    locals.push([RUNTIME_LOCAL, remoteRuntime(link, replicas, { log })], [INGRESS_LOCAL, planeIngress]);
+    planeRuntime = remoteRuntime(link, replicas, { log });
+    locals.push([RUNTIME_LOCAL, planeRuntime], [INGRESS_LOCAL, planeIngress], [LINK_LOCAL, link]);
   }
   const core = createCore(config, { ...opts, locals });
   if (link) {
@@ -161,6 +164,8 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
       if (link && reason === "SIGHUP") link.detach();
       else if (link) await link.shutdown(grace);
       await closeCore(core);
+      // Every line handed over before the detach is stored now: the next image replays only what came after.
+      if (link && planeRuntime) link.ack(planeRuntime.delivered);
       core.log.info("stopped");
     })();
     return closing;

@@ -1,5 +1,6 @@
 /**
- * Apps keep answering across `ops restart` (issue 23 item 5, docs/decisions/0390), against a real
+ * Apps keep answering across `ops restart` (issue 23 item 5, docs/decisions/0390; since 0600 the
+ * replicas live in the data plane, which a restart leaves alone), against a real
  * `ops serve` child process: a signed Node app (which also writes a numbered line every 100 ms) is
  * deployed behind the ingress; a bounded request loop runs through the ingress while `ops restart`
  * re-executes ops, and a second loop watches ops's own /readyz. Checked: the app's process is the
@@ -56,8 +57,17 @@ async function until<T>(what: string, check: () => Promise<T | null | undefined 
 }
 
 const via = (p: string) => fetch(`${ingress}${p}`, { headers: { host: defaultHostOf(slug, "web"), connection: "close" }, signal: AbortSignal.timeout(3000) });
-/** The app's node process and every other process below ops. */
-const appPid = () => descendants(server!.pid).find((p) => p.comm === "node")?.pid ?? null;
+/** The data plane's pid (decision 0600: replicas live there, apart from ops serve). */
+const planePid = () => {
+  try {
+    return Number(readFileSync(path.join(dataDir, "run", "data-plane", "pid"), "utf8").split(" ")[0]);
+  } catch {
+    return null;
+  }
+};
+/** The app's node process and every other process below ops and its data plane. */
+const below = () => [...descendants(server!.pid), ...(planePid() ? descendants(planePid()!) : [])];
+const appPid = () => below().find((p) => p.comm === "node")?.pid ?? null;
 const startOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[19];
 const gone = (pid: number) => {
   try {
@@ -188,6 +198,7 @@ describe("ops restart keeps apps running", () => {
     });
     const numbers = ticks.filter((e) => Date.parse(e.timestamp) >= servedFrom).map((e) => Number(/tick (\d+)/.exec(e.message)?.[1])).sort((a, b) => a - b);
     const first = numbers[0]!;
+    if (process.env.OPS_TEST_SHOW_LOG) console.log("ticks", JSON.stringify(numbers));
     expect(numbers).toEqual(Array.from({ length: numbers.length }, (_, i) => first + i));
   });
 
@@ -227,10 +238,10 @@ describe("ops restart keeps apps running", () => {
     expect(await runCli(["restart", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`], { stdout: () => {}, stderr: () => {}, env: {}, cwd: ROOT })).toBe(0);
     await until("the app to answer after the third restart", () => via("/version").then((r) => r.status === 200, () => false));
     expect(appPid()).toBe(fresh);
-    const below = descendants(server!.pid).map((p) => p.pid);
-    expect(below.length).toBeGreaterThan(2); // pasta, its holder, the sandbox and the app at least
+    const started = [...below().map((p) => p.pid), planePid()!];
+    expect(started.length).toBeGreaterThan(3); // the data plane, pasta, its holder, the sandbox and the app at least
     server!.kill("SIGTERM");
     expect(await server!.exited).toBe(0);
-    await until("every process ops started to end", () => below.every(gone), 10_000);
+    await until("every process ops started to end", () => started.every(gone), 15_000);
   });
 });

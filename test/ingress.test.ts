@@ -366,7 +366,12 @@ describe("shutdown", () => {
     expect(running.ingressUrl).toBe(`http://127.0.0.1:${ingressPort}`);
     const { ingressOf } = await import("../src/adapters/ingress");
     ingressOf(running.core).setService({ service: web, routes: [], upstreams: setA });
-    const res = await fetch(`${running.ingressUrl}/`, { headers: { host: defaultHost(web) } });
+    // The table reaches the data plane's ingress process over its socket, a moment later.
+    let res = await fetch(`${running.ingressUrl}/`, { headers: { host: defaultHost(web) } });
+    for (let i = 0; i < 100 && res.status === 404; i++) {
+      await Bun.sleep(20);
+      res = await fetch(`${running.ingressUrl}/`, { headers: { host: defaultHost(web) } });
+    }
     expect(res.status).toBe(200);
     expect(((await res.json()) as { replica: string }).replica).toBeTruthy();
 

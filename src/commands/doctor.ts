@@ -7,6 +7,7 @@
 import { loadConfig } from "../core/config";
 import { runDoctor } from "../adapters/sandbox/doctor";
 import { limitsByKind, notEnforcedSummary } from "../adapters/sandbox/doctor-limits";
+import { askDataPlane, uptime } from "../dataplane/status";
 import { EXIT, SERVER_FLAGS, envOverrides, type Command } from "./types";
 
 export const doctorCommand: Command = {
@@ -36,8 +37,13 @@ export const doctorCommand: Command = {
     const checks = await runDoctor(settings);
     const kinds = limitsByKind(settings, checks);
     const all = [...checks, ...kinds.map(({ notEnforced: _, ...k }) => k)];
-    if (ctx.flags.json) ctx.stdout(`${JSON.stringify(all, null, 2)}\n`);
+    // The processes serving this data dir (decision 0600): what is so, not a check of the host.
+    const asked = await askDataPlane(config.dataDir);
+    const processes = typeof asked === "string" ? [{ part: "data plane", pid: null, startedAt: null, detail: asked }] : asked.parts;
+    if (ctx.flags.json) ctx.stdout(`${JSON.stringify([...all, ...processes.map((p) => ({ name: `process: ${p.part}`, ok: true, pid: p.pid, started_at: p.startedAt === null ? null : new Date(p.startedAt).toISOString(), detail: p.detail }))], null, 2)}\n`);
     else {
+      ctx.stdout(`processes (data dir ${config.dataDir}):\n`);
+      for (const p of processes) ctx.stdout(`      ${p.part}: ${p.pid === null ? "" : `pid ${p.pid}, up ${uptime(p.startedAt)}; `}${p.detail}\n`);
       const line = (c: (typeof all)[number]) => {
         ctx.stdout(`${c.ok ? "ok  " : "FAIL"}  ${c.name}: ${c.detail}\n`);
         if (c.fix) ctx.stdout(`      fix: ${c.fix}\n`);

@@ -41,7 +41,9 @@ ExecReload=${BIN} restart --data-dir ${DATA}
 Restart=on-failure
 RestartSec=2
 TimeoutStopSec=30
-KillMode=mixed
+# Only ops itself gets the signals: its data plane (replicas and the ingress, docs/decisions/0600)
+# outlives a crash or restart of ops, and ops stops it on a stop (SIGTERM) itself.
+KillMode=process
 LimitNOFILE=65536
 WorkingDirectory=${DATA}
 StateDirectory=ops
@@ -49,6 +51,8 @@ StateDirectoryMode=0700
 # The network namespaces' resolv.conf and hosts (src/adapters/sandbox/index.ts).
 RuntimeDirectory=ops-sandbox
 RuntimeDirectoryMode=0755
+# Kept across a restart of ops: the data plane's replicas keep using it.
+RuntimeDirectoryPreserve=yes
 # Sandboxes put their processes in cgroups of their own under this unit's.
 Delegate=yes
 NoNewPrivileges=yes

@@ -186,10 +186,11 @@ export async function attachDataPlane(config: Config, log: Logger): Promise<Data
     onPart: null,
     onLost: null,
     ack(seq: number) {
-      if (seq <= lastAckWritten || channel.isClosed) return;
+      if (seq <= lastAckWritten) return;
       lastAckWritten = seq;
+      // The file is what the next control plane replays after; the data plane only frees its spool.
       writeFileSync(path.join(dir, ACKED_FILE), `${seq}\n`, { mode: 0o600 });
-      void channel.request("spool.ack", { seq }).catch(() => {});
+      if (!channel.isClosed) void channel.request("spool.ack", { seq }).catch(() => {});
     },
     async shutdown(graceMs: number) {
       detached = true;

@@ -65,6 +65,17 @@ export interface DataPlaneHello {
   ingress: IngressPart | null;
 }
 
+/** The data plane's processes as `status` reports them. */
+export interface DataPlaneStatus {
+  pid: number;
+  startedAt: number;
+  version: string;
+  replicas: number;
+  /** Whether a control plane is attached now. */
+  attached: boolean;
+  ingress: IngressPart | null;
+}
+
 /** The ingress process as the data plane sees it. */
 export interface IngressPart {
   pid: number | null;
@@ -92,6 +103,8 @@ export interface Operations {
   "ingress.challenges": { args: { tokens: Array<[string, string]> }; result: null };
   "ingress.drained": { args: { upstreams: Array<{ host: string; port: number }>; timeoutMs: number }; result: boolean };
   "ingress.stats": { args: Record<string, never>; result: IngressStats };
+  /** Who runs, for `ops doctor` and the console: answered without attaching. */
+  status: { args: Record<string, never>; result: DataPlaneStatus };
   /** Stop every replica and the ingress, then exit (a full stop of ops). */
   shutdown: { args: { graceMs: number }; result: null };
 }

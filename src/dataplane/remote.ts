@@ -27,7 +27,7 @@ const ACK_MS = 500;
  * The Core attaches the deployments domain's hooks (runtimeOf), with an in-process runtime for
  * one-off runs and the project's sandbox identity, which goes to the data plane in the labels.
  */
-export function remoteRuntime(link: DataPlaneLink, replicas: readonly ReplicaStatus[], opts: RemoteRuntimeOptions): AttachableRuntime {
+export function remoteRuntime(link: DataPlaneLink, replicas: readonly ReplicaStatus[], opts: RemoteRuntimeOptions): AttachableRuntime & { readonly delivered: number } {
   const mirror = new Map<string, ReplicaStatus>(replicas.map((r) => [r.id, r]));
   let hooks: RuntimeHooks = {};
   let oneOffs: (() => Runtime) | null = null;
@@ -65,6 +65,10 @@ export function remoteRuntime(link: DataPlaneLink, replicas: readonly ReplicaSta
   };
   return {
     kind: "process",
+    /** The newest line handed to the hooks (acknowledged once they are stored: at a restart, after the Core closed). */
+    get delivered() {
+      return delivered;
+    },
     attach(h, runOneOffs, identity) {
       hooks = h;
       oneOffs = runOneOffs;
@@ -136,7 +140,7 @@ function addressOf(url: string | null): IngressAddress | null {
 }
 
 /** The data plane's ingress process behind the ingress interface. */
-export function remoteIngress(link: DataPlaneLink, log: Logger): Ingress & { readonly part: IngressPart | null; challengesChanged(tokens: Array<[string, string]>): void } {
+export function remoteIngress(link: DataPlaneLink, log: Logger): Ingress & { readonly part: IngressPart | null } {
   const entries = new Map<string, ServiceEntry>();
   let compiled = compileTable([]);
   let stats: IngressStats | null = null;
@@ -204,8 +208,8 @@ export function remoteIngress(link: DataPlaneLink, log: Logger): Ingress & { rea
     setChallenges() {
       // The data plane's ingress answers from the tokens pushed by `challengesChanged`.
     },
-    challengesChanged(tokens) {
-      post(link.channel.request("ingress.challenges", { tokens }));
+    async challengesChanged(tokens) {
+      await link.channel.request("ingress.challenges", { tokens }).catch((e: Error) => log.warn("the data plane did not take the ACME challenges", { err: e.message }));
     },
     async stop() {
       // The ingress stops with the data plane (a full stop of ops), never with the control plane.

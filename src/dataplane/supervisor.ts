@@ -27,7 +27,7 @@ import { VERSION } from "../version";
 import { Channel } from "./channel";
 import { openSpool } from "./spool";
 import { startIngressProcess, type IngressHandle } from "./ingress-process";
-import { DATA_PLANE_PROTOCOL, planeSettings, type DataPlaneHello, type IngressPart, type Op, type Operations } from "./protocol";
+import { DATA_PLANE_PROTOCOL, planeSettings, type DataPlaneHello, type DataPlaneStatus, type IngressPart, type Op, type Operations } from "./protocol";
 
 /** Where a data dir's data plane keeps its socket, pid file and spool (0700). */
 export function dataPlaneDir(dataDir: string): string {
@@ -131,8 +131,10 @@ export async function runDataPlane(config: Config, log: Logger): Promise<number>
   };
 
   const handle = async (channel: Channel, op: Op, args: unknown): Promise<unknown> => {
-    if (op !== "hello" && attached !== channel) throw new Error("say hello first");
+    if (op !== "hello" && op !== "status" && attached !== channel) throw new Error("say hello first");
     switch (op) {
+      case "status":
+        return { pid: process.pid, startedAt: started, version: VERSION, replicas: runtime.list().length, attached: attached !== null, ingress: ingressPart } satisfies DataPlaneStatus;
       case "hello": {
         const a = args as Operations["hello"]["args"];
         if (a.protocol !== DATA_PLANE_PROTOCOL) throw new Error(`this data plane speaks protocol ${DATA_PLANE_PROTOCOL}, not ${a.protocol}`);

@@ -91,6 +91,8 @@ export async function orderCertificate(settings: AcmeSettings, key: Buffer, host
         if (challenge.type !== "http-01") throw new Error(`only http-01 is answered, not ${challenge.type}`);
         tokens.push(challenge.token);
         pending.set(challenge.token, keyAuthorization);
+        // An ingress in another process (decision 0600) must have the answer before the CA asks.
+        await (pending as { synced?: () => Promise<void> }).synced?.();
       },
       challengeRemoveFn: async (_authz, challenge) => {
         pending.delete(challenge.token);

@@ -86,6 +86,8 @@ export interface Ingress {
   readonly certificates: CertStore;
   /** Where the plain listener finds ACME HTTP-01 key authorizations (null: none answered). */
   setChallenges(lookup: ((token: string) => string | null) | null): void;
+  /** An ingress in another process (the data plane's, decision 0600) is handed every change of them; resolves once it has them. */
+  challengesChanged?(tokens: Array<[string, string]>): Promise<void>;
   /**
    * Stop taking connections, let requests in flight finish within `graceMs` (then cut them),
    * close WebSocket tunnels.

@@ -72,8 +72,10 @@ export async function waitHealthy(t: ProbeTarget, opts: { deadlineMs: number; in
   for (;;) {
     const left = end - Date.now();
     if (left <= 0 || opts.abort?.aborted) return last;
-    last = await probeOnce(t, Math.max(1, Math.min(left, opts.attemptMs ?? 2000)));
-    if (last.ok) return last;
+    const attempt = await probeOnce(t, Math.max(1, Math.min(left, opts.attemptMs ?? 2000)));
+    if (attempt.ok) return attempt;
+    // An attempt cut short by the deadline says less than an earlier answer (an HTTP 500): keep that.
+    if (!(attempt.status === null && last.status !== null && left < (opts.attemptMs ?? 2000))) last = attempt;
     await Bun.sleep(Math.min(opts.intervalMs ?? 200, Math.max(0, end - Date.now())));
   }
 }

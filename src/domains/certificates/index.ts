@@ -29,7 +29,10 @@ export const certificatesModule: DomainModule = {
   name: "certificates",
   install(core) {
     const pending = orderState(core).pending;
-    ingressOf(core).setChallenges((token) => pending.get(token) ?? null);
+    const ingress = ingressOf(core);
+    ingress.setChallenges((token) => pending.get(token) ?? null);
+    // The data plane's ingress answers from a copy it is handed at every change (decision 0600).
+    if (ingress.challengesChanged) pending.onChange = (tokens) => ingress.challengesChanged!(tokens);
     core.scheduler.defineTask(ORDERS_TASK, "* * * * *", async () => {
       await loadCertificates(core, true);
       await runDueOrders(core);

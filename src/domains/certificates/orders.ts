@@ -21,15 +21,41 @@ export const ORDERS_TASK = "certificates.orders";
 export const BACKOFF_MS = [60_000, 10 * 60_000, 30 * 60_000, 60 * 60_000, 3 * 3600_000, 6 * 3600_000, 12 * 3600_000, 24 * 3600_000];
 const RATE_LIMIT_WAIT_MS = 3600_000;
 
+/**
+ * HTTP-01 token → key authorization, answered by the ingress's plain listener. An ingress in the
+ * data plane's process answers from a copy (decision 0600): every change is handed to `onChange`,
+ * and `synced()` resolves once the last one arrived there.
+ */
+export class Challenges extends Map<string, string> {
+  onChange: ((tokens: Array<[string, string]>) => Promise<void> | void) | null = null;
+  private last: Promise<void> = Promise.resolve();
+  override set(token: string, auth: string): this {
+    super.set(token, auth);
+    this.changed();
+    return this;
+  }
+  override delete(token: string): boolean {
+    const had = super.delete(token);
+    if (had) this.changed();
+    return had;
+  }
+  private changed(): void {
+    if (this.onChange) this.last = Promise.resolve(this.onChange([...this])).catch(() => undefined);
+  }
+  synced(): Promise<void> {
+    return this.last;
+  }
+}
+
 interface OrderState {
   /** HTTP-01 token → key authorization, answered by the ingress's plain listener. */
-  pending: Map<string, string>;
+  pending: Challenges;
   running: Promise<number> | null;
   again: boolean;
 }
 
 export function orderState(core: Core): OrderState {
-  return coreLocal<OrderState>(core, "certificates.orders", () => ({ pending: new Map(), running: null, again: false }));
+  return coreLocal<OrderState>(core, "certificates.orders", () => ({ pending: new Challenges(), running: null, again: false }));
 }
 
 /** Order every due certificate; resolves with how many were ordered. A call while a run is under way joins it (and runs again after). */
