@@ -23,16 +23,17 @@
  * `handOver` describes every live one and stops watching it, the next image `adopt`s them
  * (handover.ts), and from then on supervision, output, stop and crash restarts go on as before.
  */
-import { DEFAULT_PATH, freeLoopbackPort, startCommand } from "./process";
+import { freeLoopbackPort, startCommand } from "./process";
 import { maskerOf, replicaArgv, replicaEnv, type SandboxLimits } from "./replica-env";
 import { adoptCommand, startKeptCommand, type KeptCommand } from "./kept";
 import { adoptableParts, discardHandover, replicaHandover } from "./handover";
-import { detectMemoryController, type MemoryCgroup, type MemoryDetection } from "../sandbox/cgroups";
-import { createPidsGroup, type PidsGroup } from "../sandbox/pids";
+import type { MemoryCgroup, MemoryDetection } from "../sandbox/cgroups";
+import type { PidsGroup } from "../sandbox/pids";
 import { emptyAll } from "../sandbox/group-end";
-import { politeTargets, sandboxArgv } from "../sandbox/bwrap";
-import { defaultIdentity, findSandboxTools, type SandboxIdentity, type SandboxTools } from "../sandbox/users";
-import { NetnsError, type Netns, type SandboxNetwork } from "../sandbox";
+import { politeTargets } from "../sandbox/bwrap";
+import type { SandboxIdentity } from "../sandbox/users";
+import type { Netns, SandboxNetwork } from "../sandbox";
+import { replicaSandbox } from "./replica-sandbox";
 import { tcpAccepts } from "./probe";
 import { RuntimeError, type HandingOverRuntime, type MemoryStatus, type OneOffResult, type ReplicaHandover, type ReplicaSpec, type ReplicaStatus, type RestartPolicy, type RuntimeHooks } from "./types";
 
@@ -76,39 +77,10 @@ export { freeLoopbackPort } from "./process";
 
 export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingOverRuntime {
   const replicas = new Map<string, Replica>();
-  let memory: MemoryDetection | null = opts.memory ?? null;
   const note = (r: Replica, line: string) => opts.onLine?.(r.spec.id, "ops", line);
   const changed = (r: Replica) => opts.onState?.({ ...r.status });
-  let sandboxTools: SandboxTools | null = null;
-  const tools = (): SandboxTools => {
-    if (sandboxTools) return sandboxTools;
-    const found = findSandboxTools(DEFAULT_PATH, "service replicas");
-    if (typeof found === "string") throw new RuntimeError(found);
-    return (sandboxTools = found);
-  };
-
-  function memoryFor(spec: Pick<ReplicaSpec, "id" | "memoryMb">): { status: MemoryStatus; cgroup: MemoryCgroup | null } {
-    const limitMb = spec.memoryMb ?? (opts.limits?.memoryMb || null);
-    if (limitMb === null) return { status: { limitMb, enforced: true, how: null, reason: null }, cgroup: null };
-    memory ??= detectMemoryController();
-    if (!memory.ok) return { status: { limitMb, enforced: false, how: null, reason: memory.reason }, cgroup: null };
-    try {
-      const cgroup = memory.controller.create(spec.id, limitMb * 1024 * 1024);
-      return { status: { limitMb, enforced: true, how: cgroup.how, reason: null }, cgroup };
-    } catch (e) {
-      return { status: { limitMb, enforced: false, how: null, reason: `could not create a ${memory.controller.how} group: ${(e as Error).message}` }, cgroup: null };
-    }
-  }
-
-  /** The sandbox's process limit beside its memory group, and what is not enforced (memory included). */
-  function pidsFor(spec: Pick<ReplicaSpec, "id">, mem: { status: MemoryStatus; cgroup: MemoryCgroup | null }): { group: PidsGroup | null; notEnforced: string[] } {
-    const notEnforced = mem.status.enforced ? [] : [`memory limit of ${mem.status.limitMb} MiB is not enforced: ${mem.status.reason}`];
-    const max = opts.limits?.pids ?? 0;
-    if (max <= 0) return { group: null, notEnforced };
-    const attempt = createPidsGroup(spec.id, max, { beside: mem.cgroup, under: "ops-replicas" });
-    if (!attempt.group) notEnforced.push(`process limit of ${max} is not enforced: ${attempt.reason}`);
-    return { group: attempt.group, notEnforced };
-  }
+  const sandbox = replicaSandbox(opts);
+  const { tools, memoryFor, pidsFor, inSandbox, netnsFor } = sandbox;
 
   async function watchReady(r: Replica, generation: number): Promise<void> {
     while (r.generation === generation && r.status.state === "starting") {
@@ -122,28 +94,6 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
       }
       await Bun.sleep(READY_POLL_MS);
     }
-  }
-
-  /** The sandboxed argv of `argv` in `image`. */
-  function inSandbox(image: ReplicaSpec["image"], argv: string[], cgroup: MemoryCgroup | null, hostname: string, pids: PidsGroup | null, labels: Record<string, string>, netns: Netns | null): string[] {
-    const network = netns && opts.network ? { enter: netns.enterArgv(), ...opts.network.etc(hostname) } : null;
-    return sandboxArgv(
-      tools(),
-      {
-        mounts: [],
-        chdir: image.config.workingDir,
-        imageRoot: image.root!,
-        tmpfs: ["/tmp"],
-        tmpSizeMb: opts.limits?.tmpMb ?? 256,
-        user: "host",
-        hostUser: opts.identityOf?.(labels) ?? defaultIdentity(),
-        cgroupProcs: cgroup?.procsFile ?? null,
-        joinFirst: pids?.joinFile ? [pids.joinFile] : [],
-        hostname,
-        network,
-      },
-      argv,
-    );
   }
 
   function launch(r: Replica): void {
@@ -225,18 +175,6 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
     changed(r);
   }
 
-  /** A network namespace for a sandbox (null on the host's network); a RuntimeError says why not. */
-  async function netnsFor(forward: boolean): Promise<Netns | null> {
-    if (!opts.network) return null;
-    if (opts.network.refusal) throw new RuntimeError(opts.network.refusal);
-    try {
-      return await opts.network.open(forward);
-    } catch (e) {
-      if (e instanceof NetnsError) throw new RuntimeError(e.message);
-      throw e;
-    }
-  }
-
   const runtime: HandingOverRuntime = {
     kind: "process",
 
@@ -281,6 +219,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
         },
       };
       replicas.set(spec.id, r);
+      note(r, sandbox.limitsLine(mem, pids, netns, spec.labels ?? {}));
       for (const what of pids.notEnforced) note(r, what);
       if (opts.network?.note) note(r, opts.network.note);
       try {
@@ -369,6 +308,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions = {}): HandingO
       const netns = await netnsFor(false);
       const mem = memoryFor(spec);
       const pids = pidsFor(spec, mem);
+      opts.onLine?.(spec.id, "ops", sandbox.limitsLine(mem, pids, netns, spec.labels ?? {}));
       for (const what of pids.notEnforced) opts.onLine?.(spec.id, "ops", what);
       if (opts.network?.note) opts.onLine?.(spec.id, "ops", opts.network.note);
       const tail: string[] = [];
