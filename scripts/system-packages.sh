@@ -27,7 +27,7 @@ packages=(
   postgresql-client   # psql: database plane tests
   python3-dotenv      # dotenv import compared with python-dotenv
   pebble              # ACME tests (pebble, pebble-challtestsrv)
-  golang-go cargo     # the toolchains under /usr that builds see (test/recipes.test.ts)
+  golang-go cargo     # the toolchains under /usr that builds and publish steps see (test/recipes.test.ts)
 )
 commands=(git bwrap buildah setpriv skopeo oathtool chromium wrk msgfmt nginx caddy openssl psql curl
   sha256sum npm cargo strace pebble pebble-challtestsrv pasta ip nsenter go)
@@ -73,7 +73,7 @@ for c in "${commands[@]}"; do
   fi
 done
 # cargo ≥ 1.68 (sparse registries) must come first on PATH (rustup's): Debian's cargo 1.65 serves
-# the builds' sandbox, not the registry tests.
+# the sandbox (builds, publish steps), not the registry tests.
 cargo_minor="$(cargo --version 2>/dev/null | sed -n 's/^cargo 1\.\([0-9]*\).*/\1/p')"
 if [ -n "$cargo_minor" ] && [ "$cargo_minor" -lt 68 ]; then
   echo "system packages: cargo on PATH is $(command -v cargo), version 1.$cargo_minor; the registry tests need ≥ 1.68 (rustup's, ahead of /usr/bin on PATH)" >&2

@@ -195,6 +195,8 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_SANDBOX_UID_BASE", default: "200000", description: "First host uid/gid of the per-project sandbox identities when ops runs as root (one per project)" },
   { name: "OPS_RUNTIME", default: "process", description: "Service runtime: process (supervised, sandboxed) or docker (Engine socket)" },
   { name: "OPS_DOCKER_SOCKET", default: "/var/run/docker.sock", description: "Docker Engine socket for OPS_RUNTIME=docker" },
+  { name: "OPS_DATA_PLANE", default: "process", description: "Where ops serve keeps replicas and the ingress: process, a data plane of their own (ops data-plane) that keeps serving while ops crashes or restarts; inline, in the one process (they die with it)" },
+  { name: "OPS_DATA_PLANE_SPOOL_MB", default: "64", description: "Replica output the data plane keeps on disk (run/data-plane/spool) until ops has stored it, in MiB; past it the oldest is dropped and counted" },
   { name: "OPS_INGRESS_LISTEN", default: "127.0.0.1:8081", description: "host:port of the ingress that routes to services; off = none" },
   { name: "OPS_INGRESS_TLS_LISTEN", default: "off", description: "host:port of the ingress's HTTPS listener (certificates by SNI); a VM sets 0.0.0.0:443" },
   { name: "OPS_TLS", default: "off", description: "acme = ops's own listener (OPS_LISTEN) serves HTTPS for OPS_PUBLIC_URL's host with an ACME certificate; off = plain HTTP" },

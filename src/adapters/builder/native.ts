@@ -235,7 +235,8 @@ async function runStep(run: Run, step: BuilderStep, commands: readonly string[],
 
 /**
  * Run a native build (see the file comment). Never throws for a failing build: the outcome says
- * what happened; `internal` means the sandbox could not run at all.
+ * what happened; `internal` means the sandbox could not run at all. It rejects only when a
+ * sandbox could not be emptied (decision 0511), which the pipeline records as `internal` too.
  */
 export async function runNativeBuild(spec: NativeBuildSpec, opts: BuildRunOptions): Promise<NativeBuildOutcome> {
   const run: Run = {
