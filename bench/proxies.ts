@@ -27,6 +27,8 @@ export interface NginxOptions {
    * do the same work and the app parses the same head from each.
    */
   forwardedHost?: boolean;
+  /** `worker_processes` (default 1, nginx's compiled default; `auto` = one per core). */
+  workers?: number | "auto";
 }
 
 /** nginx's configuration proxying to the app on `appPort`; `__PORT__` stands for its plain port. */
@@ -45,7 +47,7 @@ export function nginxConf(dir: string, appPort: number, opts: NginxOptions = {})
       proxy_set_header Forwarded "for=$remote_addr;host=\\"$http_host\\";proto=$scheme";`
     : "";
   return `daemon off;
-worker_processes 1;
+worker_processes ${opts.workers ?? 1};
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 events { worker_connections 4096; }
@@ -84,8 +86,10 @@ export async function startNginx(ctx: BenchContext, dir: string, appPort: number
 }
 
 /** ops's ingress alone in a child process, routing to the app on `appPort`; with `tls`, TLS on its port too. */
-export function startOpsIngress(ctx: BenchContext, appPort: number, tls?: { port: number; dir: string }): Promise<ChildServer> {
-  return ctx.startServer([process.execPath, import.meta.path, "ingress", "{port}", String(appPort), ...(tls ? [String(tls.port), tls.dir] : [])], "/health");
+export function startOpsIngress(ctx: BenchContext, appPort: number, tls?: { port: number; dir: string }, netns?: { path: string; ident: string }): Promise<ChildServer> {
+  const argv = [process.execPath, import.meta.path, "ingress", "{port}", String(appPort), ...(tls ? [String(tls.port), tls.dir] : [])];
+  // Inside a replica's namespace (decision 0601): the child enters it through this process's descriptor.
+  return netns ? ctx.startServer(["/usr/bin/env", `OPS_BENCH_NETNS=${netns.path}|${netns.ident}`, ...argv], "/health") : ctx.startServer(argv, "/health");
 }
 
 /** Middle value. */
@@ -104,10 +108,11 @@ export async function cpuRound(ctx: BenchContext, side: ChildServer, url: string
 async function serveIngress(port: number, appPort: number, tlsPort?: number, dir?: string): Promise<void> {
   const { createIngress } = await import("../src/adapters/ingress/ingress");
   const ingress = createIngress();
+  const [nsPath, nsIdent] = (process.env.OPS_BENCH_NETNS ?? "").split("|");
   ingress.setService({
     service: { project: "bench", environment: "production", service: "hello" },
     routes: [{ hosts: ["127.0.0.1", "localhost"] }],
-    upstreams: [{ host: "127.0.0.1", port: appPort }],
+    upstreams: [{ host: "127.0.0.1", port: appPort, ...(nsPath ? { netns: { path: nsPath, ident: nsIdent! } } : {}) }],
   });
   if (tlsPort !== undefined && dir !== undefined) {
     ingress.certificates.set("127.0.0.1", { cert: readFileSync(path.join(dir, "cert.pem"), "utf8"), key: readFileSync(path.join(dir, "key.pem"), "utf8") });

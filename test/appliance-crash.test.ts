@@ -253,6 +253,20 @@ describe("the data plane keeps apps up when ops dies", () => {
     expect(whileDown.length).toBeGreaterThan(10);
   });
 
+  test("the estate's processes: GET /api/v1/admin/processes names the control plane, the data plane and its ingress with their pids", async () => {
+    const p = plane()!;
+    const r = await api<{ mode: string; processes: Array<{ part: string; pid: number | null; uptime_s: number | null; detail: string }> }>("GET", "/api/v1/admin/processes");
+    expect(r.status).toBe(200);
+    expect(r.body.mode).toBe("process");
+    expect(r.body.processes.map((x) => [x.part, x.pid])).toEqual([
+      ["control plane", server!.pid],
+      ["data plane", p.pid],
+      ["ingress", p.ingress],
+    ]);
+    expect(r.body.processes.every((x) => (x.uptime_s ?? -1) >= 0)).toBe(true);
+    expect(r.body.processes[1]!.detail).toStartWith("1 replica");
+  });
+
   test("kill -9 of the ingress's process: serving again within a second, the app untouched", async () => {
     const before = plane()!;
     const id = await text("/id");

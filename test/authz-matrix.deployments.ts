@@ -52,6 +52,7 @@ const ROWS: MatrixRow[] = [
     status: 404,
   }),
   guarded("GET /api/v1/admin/ingress", "estate.manage", "estate", { path: () => "/api/v1/admin/ingress", status: 200 }),
+  guarded("GET /api/v1/admin/processes", "estate.manage", "estate", { path: () => "/api/v1/admin/processes", status: 200 }),
 ];
 
 registerMatrixDomain({ tags: ["deployments"], rows: ROWS });

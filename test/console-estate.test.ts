@@ -80,6 +80,11 @@ describe("the estate pages in chromium", () => {
     await signIn(page, olga);
     await page.getByRole("heading", { name: /Status administration/ }).waitFor();
     expect(await page.locator("table.components-admin tr", { hasText: "Scheduler" }).innerText()).toContain("ops, every minute");
+    // The processes that serve the estate (decision 0600): a test app keeps everything in one.
+    const control = page.locator("table.processes tr[data-part='control plane']");
+    await control.waitFor();
+    expect(await control.innerText()).toContain(String(process.pid));
+    expect(await page.locator("section[aria-labelledby='processes-title']").innerText()).toContain("OPS_DATA_PLANE=inline");
     await page.getByLabel("Name", { exact: true }).fill("Outgoing mail");
     await page.getByLabel("Slug").fill("mail");
     await page.getByRole("button", { name: "Add component" }).click();

@@ -32,7 +32,7 @@ function ingressPart(p: IngressPart | null): ProcessPart {
 /** The processes of a running `ops serve` (its own Core): one process when the data plane is inline. */
 export function servingParts(core: Core): { mode: "process" | "inline"; parts: ProcessPart[] } {
   const link = core.locals.get(LINK_LOCAL) as DataPlaneLink | undefined;
-  const control: ProcessPart = { part: "control plane", pid: process.pid, startedAt: core.state.startedAt, detail: "API, console, scheduler, builds, registries, telemetry" };
+  const control: ProcessPart = { part: "control plane", pid: process.pid, startedAt: Math.round(performance.timeOrigin), detail: "API, console, scheduler, builds, registries, telemetry" };
   if (!link) return { mode: "inline", parts: [{ ...control, detail: `${control.detail}; replicas and the ingress in the same process (OPS_DATA_PLANE=inline)` }] };
   const replicas = (core.locals.get(RUNTIME_LOCAL) as { list(): unknown[] } | undefined)?.list().length ?? 0;
   const ingress = (core.locals.get(INGRESS_LOCAL) as { part?: IngressPart | null } | undefined)?.part ?? link.hello.ingress;

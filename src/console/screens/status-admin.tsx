@@ -3,7 +3,8 @@
  * page's components — the platform's own, which ops probes every minute, and the ones added by
  * hand — with their state and since when; setting a component's state with a reason (kept for
  * operators, never shown publicly); adding and removing components; and the incidents the public
- * page folds from the transitions; the estate's backups and the server's self-update.
+ * page folds from the transitions; the processes that serve the estate, the estate's backups and
+ * the server's self-update.
  */
 import { useState } from "preact/hooks";
 import { api, type Me, type PublicStatus } from "../api";
@@ -12,7 +13,7 @@ import { accessOf } from "../access";
 import { Denied } from "../widgets/guard";
 import { Confirm } from "../widgets/confirm";
 import { Empty, Outcome, Pending, Scroll, useActions, useLoad } from "../widgets/load";
-import { BackupsCard, UpdateCard } from "../widgets/appliance";
+import { BackupsCard, ProcessesCard, UpdateCard } from "../widgets/appliance";
 
 interface Component {
   slug: string;
@@ -83,6 +84,7 @@ export function StatusAdminPage(props: { me: Me }) {
         </table>
       </Scroll>
       <NewComponent onAdd={(slug, name) => void act(async () => (await api("POST", "/api/v1/status/components", { slug, name }), `${name} is on the status page.`))} />
+      <ProcessesCard />
       <BackupsCard />
       <UpdateCard />
       <h2>Incidents</h2>

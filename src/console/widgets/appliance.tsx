@@ -1,7 +1,8 @@
 /**
  * The estate's own upkeep, shown on the status administration page to people who manage the
- * estate: the scheduled backups (where, when, the newest good one, failing or not), and the
- * button that updates the server's binary from OPS_UPDATE_URL and restarts it in place.
+ * estate: the scheduled backups (where, when, the newest good one, failing or not), the button
+ * that updates the server's binary from OPS_UPDATE_URL and restarts it in place, and the processes
+ * that serve the estate with their pids and uptimes.
  */
 import { useState } from "preact/hooks";
 import { api } from "../api";
@@ -114,6 +115,62 @@ export function UpdateCard() {
       <button type="button" class="primary" disabled={busy} onClick={() => setAsking(true)}>
         {busy ? "Updating…" : "Update ops"}
       </button>
+    </section>
+  );
+}
+
+interface ProcessesReport {
+  mode: "process" | "inline";
+  processes: Array<{ part: string; pid: number | null; started_at: string | null; uptime_s: number | null; detail: string }>;
+}
+
+function uptime(s: number | null): string {
+  if (s === null) return "–";
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3600)} h`;
+}
+
+/** The processes that serve the estate: the control plane, the data plane and its ingress (decision 0600). */
+export function ProcessesCard() {
+  const loaded = useLoad(() => api<ProcessesReport>("GET", "/api/v1/admin/processes"), []);
+  const r = loaded.data;
+  return (
+    <section class="card" aria-labelledby="processes-title">
+      <h2 id="processes-title">Processes</h2>
+      {!r ? (
+        <Pending what="the processes" error={loaded.error} />
+      ) : (
+        <>
+          <p class="muted">
+            {r.mode === "process"
+              ? "Apps and their ingress run in a data plane of their own: they keep serving while ops serve restarts or crashes."
+              : "Apps and their ingress run inside ops serve (OPS_DATA_PLANE=inline): they stop when it stops."}
+          </p>
+          <table class="processes">
+            <caption class="visually-hidden">Processes that serve the estate</caption>
+            <thead>
+              <tr>
+                <th scope="col">Part</th>
+                <th scope="col">PID</th>
+                <th scope="col">Up</th>
+                <th scope="col">What it does</th>
+              </tr>
+            </thead>
+            <tbody>
+              {r.processes.map((p) => (
+                <tr key={p.part} data-part={p.part}>
+                  <th scope="row">{p.part}</th>
+                  <td>{p.pid ?? "–"}</td>
+                  <td title={p.started_at ? `since ${when(p.started_at)}` : undefined}>{uptime(p.uptime_s)}</td>
+                  <td>{p.detail}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
     </section>
   );
 }

@@ -111,4 +111,18 @@ export const IngressReport = t.Object({
 });
 export type IngressReport = typeof IngressReport.static;
 
-export const deploymentsModels = { DeployRequest, RollbackRequest, DeploymentResponse, BuildSummary, DeploymentSummary, TimelineRow, IngressReport, ErrorBody };
+export const ProcessesReport = t.Object({
+  mode: t.Union([t.Literal("process"), t.Literal("inline")], { description: "process: replicas and the ingress in a data plane of their own (decision 0600); inline: in ops serve's process" }),
+  processes: t.Array(
+    t.Object({
+      part: t.Union([t.Literal("control plane"), t.Literal("data plane"), t.Literal("ingress")]),
+      pid: nullable(t.Integer(), "Null while it is starting again, or when it is off"),
+      started_at: nullable(t.String(), "When it started (RFC 3339)"),
+      uptime_s: nullable(t.Integer(), "Seconds since it started"),
+      detail: t.String({ description: "What it does now" }),
+    }),
+  ),
+});
+export type ProcessesReport = typeof ProcessesReport.static;
+
+export const deploymentsModels = { DeployRequest, RollbackRequest, DeploymentResponse, BuildSummary, DeploymentSummary, TimelineRow, IngressReport, ProcessesReport, ErrorBody };

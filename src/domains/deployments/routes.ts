@@ -12,7 +12,7 @@ import { invalid } from "../../core/errors";
 import { jsonBodyOf } from "../../core/body";
 import { deployService, rollbackService } from "./deploy";
 import { listTimeline } from "./timeline";
-import { ingressReport } from "./ingress-report";
+import { ingressReport, processesReport } from "./ingress-report";
 
 const ServiceParams = t.Object({ slug: t.String(), name: t.String() });
 const DeployQuery = t.Object({
@@ -84,5 +84,10 @@ export function deploymentsRoutes(core: Core) {
       permission: "estate.manage",
       detail: { summary: "What the ingress counted since ops started: connections, requests, and each limit it enforced" },
       response: { 200: "IngressReport", ...errors(401, 403) },
+    })
+    .get("/admin/processes", () => processesReport(core), {
+      permission: "estate.manage",
+      detail: { summary: "The processes that serve this estate: the control plane, the data plane and its ingress (pid, uptime, what each does)" },
+      response: { 200: "ProcessesReport", ...errors(401, 403) },
     });
 }

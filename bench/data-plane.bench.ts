@@ -1,0 +1,88 @@
+/**
+ * Issue 33's memory figure: the idle memory of every process of `ops serve` (the compiled binary,
+ * an empty data dir, no apps) with its data plane (the control plane, `ops data-plane` and `ops
+ * ingress`, decision 0600) beside the same server in one process (`OPS_DATA_PLANE=inline`), after
+ * a settling pause; alternating, twice each. RSS counts the binary's shared pages once per
+ * process; PSS shares them out, which is what the machine actually spends.
+ */
+import { readFileSync, readdirSync } from "node:fs";
+import { freePort, type BenchContext } from "./lib";
+
+export const name = "data-plane";
+export const description = "idle memory of ops serve with its data plane (three processes) vs in one process";
+
+/** `pid` and every process below it. */
+function tree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const n of readdirSync("/proc")) {
+    if (!/^\d+$/.test(n)) continue;
+    try {
+      const stat = readFileSync(`/proc/${n}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(n)]);
+    } catch {
+      // gone
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    out.push(p);
+    for (const c of children.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return out;
+}
+
+/** RSS and PSS (KiB) summed over `pids`. */
+function memoryOf(pids: number[]): { rss: number; pss: number } {
+  let rss = 0;
+  let pss = 0;
+  for (const p of pids) {
+    try {
+      const text = readFileSync(`/proc/${p}/smaps_rollup`, "utf8");
+      rss += Number(/^Rss:\s+(\d+)/m.exec(text)?.[1] ?? 0);
+      pss += Number(/^Pss:\s+(\d+)/m.exec(text)?.[1] ?? 0);
+    } catch {
+      // gone
+    }
+  }
+  return { rss, pss };
+}
+
+function servePid(port: number): number {
+  for (const n of readdirSync("/proc")) {
+    if (!/^\d+$/.test(n)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${n}/cmdline`, "utf8").split("\0");
+      if (cmd.includes("serve") && cmd.includes(`127.0.0.1:${port}`)) return Number(n);
+    } catch {
+      // gone
+    }
+  }
+  throw new Error("ops serve's process was not found");
+}
+
+export async function run(ctx: BenchContext): Promise<string> {
+  const sample = async (mode: "inline" | "process") => {
+    const server = await ctx.startOps({ OPS_DATA_PLANE: mode, OPS_INGRESS_LISTEN: `127.0.0.1:${freePort()}` });
+    await Bun.sleep(3000);
+    const pids = tree(servePid(Number(new URL(server.url).port)));
+    const m = memoryOf(pids);
+    await server.stop();
+    return { ...m, processes: pids.length };
+  };
+  const inline: Array<{ rss: number; pss: number; processes: number }> = [];
+  const planes: Array<{ rss: number; pss: number; processes: number }> = [];
+  for (let i = 0; i < 2; i++) {
+    inline.push(await sample("inline"));
+    planes.push(await sample("process"));
+  }
+  const low = (xs: typeof inline, k: "rss" | "pss") => Math.min(...xs.map((x) => x[k]));
+  const mib = (k: number) => (k / 1024).toFixed(1);
+  const rssRatio = low(planes, "rss") / low(inline, "rss");
+  const pssRatio = low(planes, "pss") / low(inline, "pss");
+  return (
+    `data-plane: idle, no apps: one process RSS ${mib(low(inline, "rss"))} MiB (PSS ${mib(low(inline, "pss"))} MiB); with the data plane, ${planes[0]!.processes} processes together RSS ${mib(low(planes, "rss"))} MiB (PSS ${mib(low(planes, "pss"))} MiB);` +
+    ` ratio RSS ${rssRatio.toFixed(2)}, PSS ${pssRatio.toFixed(2)} (goal <= 1.10: ${pssRatio <= 1.1 ? "met" : "not met"} by PSS, ${rssRatio <= 1.1 ? "met" : "not met"} by RSS; lowest of 2 alternating samples each)`
+  );
+}
