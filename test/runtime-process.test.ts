@@ -97,6 +97,8 @@ describe("replicas", () => {
     if (process.getuid?.() === 0) expect(ja.uid).toBe(65534);
     // New pid namespace: the app is a low pid inside it.
     expect(ja.pid).toBeLessThan(10);
+    // Output is read apart from readiness (its pipe is polled): the line may come a moment later.
+    await until("the app's first line", () => linesOf("web-a", "stdout").includes(`listening on ${ra.port}`), 5000);
     expect(linesOf("web-a", "stdout")).toContain(`listening on ${ra.port}`);
   });
 

@@ -40,10 +40,11 @@ export const doctorCommand: Command = {
     // The processes serving this data dir (decision 0600): what is so, not a check of the host.
     const asked = await askDataPlane(config.dataDir);
     const processes = typeof asked === "string" ? [{ part: "data plane", pid: null, startedAt: null, detail: asked }] : asked.parts;
-    if (ctx.flags.json) ctx.stdout(`${JSON.stringify([...all, ...processes.map((p) => ({ name: `process: ${p.part}`, ok: true, pid: p.pid, started_at: p.startedAt === null ? null : new Date(p.startedAt).toISOString(), detail: p.detail }))], null, 2)}\n`);
+    const processLine = (p: (typeof processes)[number]) => `${p.pid === null ? "" : `pid ${p.pid}, up ${uptime(p.startedAt)}; `}${p.detail}`;
+    if (ctx.flags.json) ctx.stdout(`${JSON.stringify([...all, ...processes.map((p) => ({ name: `process: ${p.part}`, ok: true, detail: processLine(p), fix: null }))], null, 2)}\n`);
     else {
       ctx.stdout(`processes (data dir ${config.dataDir}):\n`);
-      for (const p of processes) ctx.stdout(`      ${p.part}: ${p.pid === null ? "" : `pid ${p.pid}, up ${uptime(p.startedAt)}; `}${p.detail}\n`);
+      for (const p of processes) ctx.stdout(`      ${p.part}: ${processLine(p)}\n`);
       const line = (c: (typeof all)[number]) => {
         ctx.stdout(`${c.ok ? "ok  " : "FAIL"}  ${c.name}: ${c.detail}\n`);
         if (c.fix) ctx.stdout(`      fix: ${c.fix}\n`);

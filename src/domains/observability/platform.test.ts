@@ -28,11 +28,14 @@ describe("job-run lines in the log store", () => {
     await t.core.scheduler.runDue();
     await existingWriter(t.core)?.flush();
 
-    const entries = await logs("service=nightly&limit=10");
+    const all = await logs("service=nightly&limit=10");
+    // The run's limits: line (decision 0505) says what this host enforces; the rest is the run's.
+    expect(all.filter((e: { message: string }) => e.message.startsWith("limits: ")).length).toBe(1);
+    const entries = all.filter((e: { message: string }) => !e.message.startsWith("limits: "));
     expect(entries.map((e: { message: string }) => e.message)).toEqual(["exit code 2", "disk almost full", "backing up user [email]", `run ${run.id} started (manual; timeout 3600s)`]);
     expect(entries.map((e: { level: string }) => e.level)).toEqual(["error", "warn", "info", "info"]);
     expect(entries[0]).toMatchObject({ service: "nightly", environment: "production", target: `ops.job-run/${run.id}`, host: "ops", project: p.slug });
-    expect((await logs(`q=ops.job-run/${run.id}`)).length).toBe(4);
+    expect((await logs(`q=ops.job-run/${run.id}`)).length).toBe(5);
     expect(await expectStatus(await t.request("GET", "/api/v1/obs/services", { token: p.owner.session }), 200)).toContain("nightly");
 
     // The job-run route still serves its own copy, unscrubbed (its values of secret variables are masked there).
