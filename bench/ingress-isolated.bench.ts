@@ -2,7 +2,8 @@
  * Issue 33's figure (decision 0601): requests/s through ops's ingress to an isolated replica (the
  * sample app, bench/hello-server.ts, inside a pasta network namespace as a replica runs) beside
  * nginx (`worker_processes auto`, upstream keep-alive, the same forwarded headers) proxying to the
- * same app started directly on the host. ops reaches the app two ways: inside its namespace (a
+ * same app started directly on the host; ops with as many ingress processes as its data plane runs
+ * on this machine (one per core, at most 4, on one port: SO_REUSEPORT). ops reaches the app two ways: inside its namespace (a
  * root ops's path, no user-space hop) and through pasta's forwarded port (non-root ops's path, and
  * every path before 0601). Same run, rounds in alternation, medians of 3.
  *
@@ -53,9 +54,11 @@ export async function run(ctx: BenchContext): Promise<string> {
   const host = await ctx.startServer([process.execPath, path.join(ROOT, "bench/hello-server.ts"), "{port}"], "/health");
   const boxed = await appInNamespace();
   try {
+    // As many ingress processes as the data plane runs here (OPS_INGRESS_WORKERS unset: one per core, at most 4).
+    const workers = Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1));
     const sides = {
-      inside: await startOpsIngress(ctx, boxed.port, undefined, boxed.netns),
-      pasta: await startOpsIngress(ctx, boxed.port),
+      inside: await startOpsIngress(ctx, boxed.port, undefined, boxed.netns, workers),
+      pasta: await startOpsIngress(ctx, boxed.port, undefined, undefined, workers),
       nginx: await startNginx(ctx, dir, Number(new URL(host.url).port), { forwardedHost: true, workers: "auto" }),
     } as const;
     type Side = keyof typeof sides;
@@ -75,7 +78,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     assertNoErrors({ "ops inside the namespace": r.inside, "ops through pasta": r.pasta, nginx: r.nginx });
     const ratio = r.inside.requestsPerSec / r.nginx.requestsPerSec;
     return (
-      `ingress-isolated: ops inside the replica's namespace ${r.inside.requestsPerSec} req/s, ops through pasta's port ${r.pasta.requestsPerSec} req/s, nginx (workers auto) to the app on the host ${r.nginx.requestsPerSec} req/s;` +
+      `ingress-isolated (${workers} ingress process${workers === 1 ? "" : "es"}): ops inside the replica's namespace ${r.inside.requestsPerSec} req/s, ops through pasta's port ${r.pasta.requestsPerSec} req/s, nginx (workers auto) to the app on the host ${r.nginx.requestsPerSec} req/s;` +
       ` ops/nginx ${ratio.toFixed(2)} (goal >= 1.00: ${ratio >= 1 ? "met" : "not met"}), through pasta ${(r.pasta.requestsPerSec / r.nginx.requestsPerSec).toFixed(2)}` +
       `; ops CPU per request ${mid(cpu.inside).toFixed(1)} µs inside, ${mid(cpu.pasta).toFixed(1)} µs through pasta (p50 ${r.inside.p50Ms.toFixed(2)} / ${r.pasta.p50Ms.toFixed(2)} / ${r.nginx.p50Ms.toFixed(2)} ms;` +
       ` ${ctx.load.connections} connections, ${ctx.load.threads} threads; median of 3 alternating rounds)`

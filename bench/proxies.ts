@@ -13,7 +13,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { BenchContext, ChildServer, LoadResult } from "./lib";
+import { processCpuMs, type BenchContext, type ChildServer, type LoadResult } from "./lib";
 
 export const NGINX = "/usr/sbin/nginx";
 
@@ -85,11 +85,28 @@ export async function startNginx(ctx: BenchContext, dir: string, appPort: number
   return ctx.startServer(["/bin/sh", "-c", `${fillPort(dir, "nginx.tpl", "nginx.conf")} && exec ${NGINX} -p ${dir} -c ${path.join(dir, "nginx.conf")}`, "sh", "{port}"], "/health");
 }
 
-/** ops's ingress alone in a child process, routing to the app on `appPort`; with `tls`, TLS on its port too. */
-export function startOpsIngress(ctx: BenchContext, appPort: number, tls?: { port: number; dir: string }, netns?: { path: string; ident: string }): Promise<ChildServer> {
-  const argv = [process.execPath, import.meta.path, "ingress", "{port}", String(appPort), ...(tls ? [String(tls.port), tls.dir] : [])];
+/**
+ * ops's ingress alone in a child process, routing to the app on `appPort`; with `tls`, TLS on its
+ * port too; `workers` processes on the same port as the data plane runs them (its CPU counts all).
+ */
+export async function startOpsIngress(ctx: BenchContext, appPort: number, tls?: { port: number; dir: string }, netns?: { path: string; ident: string }, workers = 1): Promise<ChildServer> {
+  const argv = (port: string) => [process.execPath, import.meta.path, "ingress", port, String(appPort), ...(tls ? [String(tls.port), tls.dir] : [])];
   // Inside a replica's namespace (decision 0601): the child enters it through this process's descriptor.
-  return netns ? ctx.startServer(["/usr/bin/env", `OPS_BENCH_NETNS=${netns.path}|${netns.ident}`, ...argv], "/health") : ctx.startServer(argv, "/health");
+  const env = netns ? ["/usr/bin/env", `OPS_BENCH_NETNS=${netns.path}|${netns.ident}`] : [];
+  const first = await ctx.startServer([...env, ...argv("{port}")], "/health");
+  if (workers <= 1) return first;
+  const port = new URL(first.url).port;
+  const more = Array.from({ length: workers - 1 }, () => Bun.spawn([...env, ...argv(port)], { stdout: "ignore", stderr: "inherit" }));
+  await Bun.sleep(1000);
+  return {
+    url: first.url,
+    cpuMs: () => first.cpuMs() + more.reduce((n, p) => n + processCpuMs(p.pid), 0),
+    async stop() {
+      for (const p of more) p.kill("SIGTERM");
+      await Promise.all(more.map((p) => p.exited));
+      await first.stop();
+    },
+  };
 }
 
 /** Middle value. */
@@ -107,7 +124,8 @@ export async function cpuRound(ctx: BenchContext, side: ChildServer, url: string
 /** Child mode: the ingress alone, plain on `port` (readiness), routing every host to the app; TLS on `tlsPort` when given. */
 async function serveIngress(port: number, appPort: number, tlsPort?: number, dir?: string): Promise<void> {
   const { createIngress } = await import("../src/adapters/ingress/ingress");
-  const ingress = createIngress();
+  // As the data plane runs it: several processes may share the port (OPS_INGRESS_WORKERS).
+  const ingress = createIngress({ reusePort: true });
   const [nsPath, nsIdent] = (process.env.OPS_BENCH_NETNS ?? "").split("|");
   ingress.setService({
     service: { project: "bench", environment: "production", service: "hello" },

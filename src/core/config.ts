@@ -107,6 +107,8 @@ export interface Config {
   readonly dataPlane: "process" | "inline";
   /** Replica output the data plane keeps on disk while the control plane is away, in MiB. */
   readonly dataPlaneSpoolMb: number;
+  /** Ingress processes on the listeners (SO_REUSEPORT); 0 = one per core, at most 4. */
+  readonly ingressWorkers: number;
   /** host:port of the ingress listener, or null when it is off. */
   readonly ingressListen: { readonly host: string; readonly port: number } | null;
   /** host:port of the ingress's HTTPS listener, or null when it is off (the default). */
@@ -197,6 +199,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_DOCKER_SOCKET", default: "/var/run/docker.sock", description: "Docker Engine socket for OPS_RUNTIME=docker" },
   { name: "OPS_DATA_PLANE", default: "process", description: "Where ops serve keeps replicas and the ingress: process, a data plane of their own (ops data-plane) that keeps serving while ops crashes or restarts; inline, in the one process (they die with it)" },
   { name: "OPS_DATA_PLANE_SPOOL_MB", default: "64", description: "Replica output the data plane keeps on disk (run/data-plane/spool) until ops has stored it, in MiB; past it the oldest is dropped and counted" },
+  { name: "OPS_INGRESS_WORKERS", default: "0", description: "Ingress processes the data plane runs on the same listeners (SO_REUSEPORT, each with its share of the connection caps); 0 = one per core, at most 4" },
   { name: "OPS_INGRESS_LISTEN", default: "127.0.0.1:8081", description: "host:port of the ingress that routes to services; off = none" },
   { name: "OPS_INGRESS_TLS_LISTEN", default: "off", description: "host:port of the ingress's HTTPS listener (certificates by SNI); a VM sets 0.0.0.0:443" },
   { name: "OPS_TLS", default: "off", description: "acme = ops's own listener (OPS_LISTEN) serves HTTPS for OPS_PUBLIC_URL's host with an ACME certificate; off = plain HTTP" },
@@ -356,6 +359,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     dockerSocket: path.resolve(cwd, str(e, "OPS_DOCKER_SOCKET") ?? "/var/run/docker.sock"),
     dataPlane: oneOf(e, "OPS_DATA_PLANE", ["process", "inline"] as const, "process"),
     dataPlaneSpoolMb: int(e, "OPS_DATA_PLANE_SPOOL_MB", 64, 1, 1024 * 1024),
+    ingressWorkers: int(e, "OPS_INGRESS_WORKERS", 0, 0, 64),
     ingressListen: ingress === "off" ? null : parseListen(ingress, "OPS_INGRESS_LISTEN"),
     ingressTlsListen: ingressTls === "off" ? null : parseListen(ingressTls, "OPS_INGRESS_TLS_LISTEN"),
     tls,

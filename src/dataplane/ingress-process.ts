@@ -16,6 +16,9 @@ import type { Config } from "../core/config";
 import type { Logger } from "../core/log";
 import { CONFIG_ON_STDIN, type IngressPart, type IngressStats } from "./protocol";
 
+/** Set for an ingress process: how many share its listeners (the per-address and total caps are shared out). */
+const WORKERS_ENV = "OPS_INGRESS_WORKER_COUNT";
+
 /** Everything the ingress serves; replayed whole into a new ingress process. */
 export interface IngressState {
   listen: { host: string; port: number } | null;
@@ -58,7 +61,10 @@ export async function runIngressProcess(config: Config, log: Logger): Promise<nu
     return 2;
   }
   const send = (m: FromChild) => process.send!(m);
-  const ingress = createIngress(ingressOptions(config, log));
+  // One of several on the same listeners (SO_REUSEPORT): each holds its share of the caps.
+  const count = Math.max(1, Number(process.env[WORKERS_ENV] ?? "1") || 1);
+  const options = ingressOptions(config, log);
+  const ingress = createIngress({ ...options, reusePort: true, maxConnPerIp: Math.ceil((options.maxConnPerIp ?? 256) / count), maxConnections: Math.ceil((options.maxConnections ?? 10_000) / count) });
   const challenges = new Map<string, string>();
   ingress.setChallenges((token) => challenges.get(token) ?? null);
   let listening = false;
@@ -122,6 +128,8 @@ export async function runIngressProcess(config: Config, log: Logger): Promise<nu
     void ingress.stop(1000).then(() => done(0));
   });
   const stats = setInterval(() => send({ ev: "stats", stats: statsOf(ingress) }), 1000);
+  // What starting left behind, collected once: an idle ingress stays small.
+  setTimeout(() => Bun.gc(true), 2000).unref();
   const code = await finished;
   clearInterval(stats);
   return code;
@@ -140,79 +148,134 @@ export interface IngressHandle {
   stop(graceMs: number): Promise<void>;
 }
 
+/** How many ingress processes to run: `OPS_INGRESS_WORKERS`, or one per core (at most 4) when 0. */
+export function ingressWorkers(config: Config): number {
+  return config.ingressWorkers > 0 ? config.ingressWorkers : Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1));
+}
+
+interface Worker {
+  proc: ReturnType<typeof Bun.spawn> | null;
+  pid: number | null;
+  startedAt: number | null;
+  restarts: number;
+  delay: number;
+  listen: string | null;
+  tlsListen: string | null;
+  error: string | null;
+  stats: IngressStats | null;
+}
+
+/** Counters of every worker added up; what is in flight per upstream too. */
+function sumStats(all: IngressStats[]): IngressStats | null {
+  if (all.length === 0) return null;
+  const metrics = { ...all[0]!.metrics };
+  for (const s of all.slice(1)) for (const k of Object.keys(metrics) as Array<keyof typeof metrics>) metrics[k] += s.metrics[k];
+  const inflight = new Map<string, IngressStats["inflight"][number]>();
+  for (const s of all) {
+    for (const i of s.inflight) {
+      const key = `${i.host}:${i.port}`;
+      const had = inflight.get(key);
+      inflight.set(key, had ? { ...had, requests: had.requests + i.requests, websockets: had.websockets + i.websockets } : { ...i });
+    }
+  }
+  return { metrics, exchanges: all.reduce((n, s) => n + s.exchanges, 0), inflight: [...inflight.values()] };
+}
+
 /**
- * Start `argv` (an `ops ingress`) and keep it running: when it exits it is started again at once
- * (after a crash loop, with a doubling delay up to 5 s), and handed the whole state again.
+ * Start `count` ingress processes (`argv`, an `ops ingress`) on the same listeners (SO_REUSEPORT:
+ * the kernel spreads connections over them, as nginx's workers) and keep them running: one that
+ * exits is started again at once (after a crash loop, with a doubling delay up to 5 s) and handed
+ * the whole state again; the others serve meanwhile (decision 0600).
  */
-export function startIngressProcess(argv: string[], config: Config, log: Logger, onPart: (p: IngressPart) => void, onStats: (s: IngressStats) => void): IngressHandle {
+export function startIngressProcess(argv: string[], config: Config, log: Logger, onPart: (p: IngressPart) => void, onStats: (s: IngressStats) => void, count = 1): IngressHandle {
   const state: IngressState = { listen: config.ingressListen, tlsListen: config.ingressTlsListen, routes: [], certs: [], challenges: [] };
   const routes = new Map<string, ServiceEntry>();
   const certs = new Map<string, { name: string; cert: string; key: string }>();
-  const part: IngressPart = { pid: null, startedAt: null, restarts: 0, listen: null, tlsListen: null, error: null };
-  let child: ReturnType<typeof Bun.spawn> | null = null;
+  const workers: Worker[] = Array.from({ length: count }, () => ({ proc: null, pid: null, startedAt: null, restarts: 0, delay: 0, listen: null, tlsListen: null, error: null, stats: null }));
   let stopping = false;
-  let delay = 0;
-  let lastStats: IngressStats | null = null;
   let nextDrain = 0;
-  const drains = new Map<number, (v: boolean) => void>();
+  const drains = new Map<number, { left: Set<Worker>; ok: boolean; resolve: (v: boolean) => void }>();
 
+  const part = (): IngressPart => {
+    const up = workers.filter((w) => w.pid !== null);
+    const first = up[0] ?? workers[0]!;
+    return {
+      pid: first.pid,
+      startedAt: first.startedAt,
+      restarts: workers.reduce((n, w) => n + w.restarts, 0),
+      listen: up.find((w) => w.listen)?.listen ?? null,
+      tlsListen: up.find((w) => w.tlsListen)?.tlsListen ?? null,
+      error: up.find((w) => w.error)?.error ?? null,
+      workers: workers.map((w) => ({ pid: w.pid, startedAt: w.startedAt })),
+    };
+  };
+  const changed = () => onPart(part());
   const snapshot = (): IngressState => ({ ...state, routes: [...routes.values()], certs: [...certs.values()] });
   const post = (m: ToChild) => {
-    try {
-      child?.send(m);
-    } catch {
-      // gone: the next start replays everything
+    for (const w of workers) {
+      try {
+        w.proc?.send(m);
+      } catch {
+        // gone: its next start replays everything
+      }
     }
   };
-  const spawn = () => {
+  const settle = (id: number, w: Worker, value: boolean) => {
+    const d = drains.get(id);
+    if (!d) return;
+    d.left.delete(w);
+    d.ok &&= value;
+    if (d.left.size === 0) {
+      drains.delete(id);
+      d.resolve(d.ok);
+    }
+  };
+  const spawn = (w: Worker) => {
     const started = Date.now();
     const proc = Bun.spawn(argv, {
       // Its configuration is this process's, on stdin (decision 0600).
       stdio: [new TextEncoder().encode(JSON.stringify(config)), "inherit", "inherit"],
-      env: { ...process.env, [CONFIG_ON_STDIN]: "1" },
+      env: { ...process.env, [CONFIG_ON_STDIN]: "1", [WORKERS_ENV]: String(count) },
       serialization: "json",
       ipc(m: FromChild) {
         if (m.ev === "listening") {
-          Object.assign(part, { listen: m.listen, tlsListen: m.tlsListen, error: m.error });
-          onPart({ ...part });
+          Object.assign(w, { listen: m.listen, tlsListen: m.tlsListen, error: m.error });
+          changed();
         } else if (m.ev === "stats") {
-          lastStats = m.stats;
-          onStats(m.stats);
+          w.stats = m.stats;
+          const sum = sumStats(workers.flatMap((x) => (x.stats && x.pid !== null ? [x.stats] : [])));
+          if (sum) onStats(sum);
         } else if (m.ev === "drained") {
-          drains.get(m.id)?.(m.value);
-          drains.delete(m.id);
+          settle(m.id, w, m.value);
         }
       },
     });
-    child = proc;
-    Object.assign(part, { pid: proc.pid, startedAt: started, listen: null, tlsListen: null, error: null });
-    onPart({ ...part });
+    Object.assign(w, { proc, pid: proc.pid, startedAt: started, listen: null, tlsListen: null, error: null, stats: null });
+    changed();
     proc.send({ op: "state", state: snapshot() } satisfies ToChild);
     void proc.exited.then((code) => {
-      if (child === proc) child = null;
+      if (w.proc === proc) Object.assign(w, { proc: null, pid: null, listen: null, tlsListen: null, stats: null });
       // A drain the dead process was answering: nothing is in flight through it any more.
-      for (const [, resolve] of drains) resolve(true);
-      drains.clear();
+      for (const id of [...drains.keys()]) settle(id, w, true);
       if (stopping) return;
-      part.restarts++;
+      w.restarts++;
       // Quick after a run that lasted; doubling (to 5 s) while it keeps dying at once.
-      delay = Date.now() - started > 10_000 ? 0 : Math.min(5000, Math.max(50, delay * 2));
-      log.warn("the ingress process ended; starting it again", { pid: proc.pid, code, signal: proc.signalCode, restart_in_ms: delay });
-      Object.assign(part, { pid: null, listen: null, tlsListen: null });
-      onPart({ ...part });
+      w.delay = Date.now() - started > 10_000 ? 0 : Math.min(5000, Math.max(50, w.delay * 2));
+      log.warn("an ingress process ended; starting it again", { pid: proc.pid, code, signal: proc.signalCode, restart_in_ms: w.delay, others_serving: workers.filter((x) => x.pid !== null).length });
+      changed();
       setTimeout(() => {
-        if (!stopping) spawn();
-      }, delay);
+        if (!stopping) spawn(w);
+      }, w.delay);
     });
   };
-  spawn();
+  for (const w of workers) spawn(w);
 
   return {
     get part() {
-      return { ...part };
+      return part();
     },
     get stats() {
-      return lastStats;
+      return sumStats(workers.flatMap((x) => (x.stats && x.pid !== null ? [x.stats] : [])));
     },
     setService(entry) {
       routes.set(serviceKey(entry.service), entry);
@@ -237,10 +300,11 @@ export function startIngressProcess(argv: string[], config: Config, log: Logger,
       post({ op: "challenges", tokens });
     },
     drained(upstreams, timeoutMs) {
-      if (!child) return Promise.resolve(true);
+      const live = workers.filter((w) => w.proc !== null);
+      if (live.length === 0) return Promise.resolve(true);
       const id = ++nextDrain;
       return new Promise<boolean>((resolve) => {
-        drains.set(id, resolve);
+        drains.set(id, { left: new Set(live), ok: true, resolve });
         post({ op: "drained", id, upstreams, timeoutMs });
         setTimeout(() => {
           if (drains.delete(id)) resolve(false);
@@ -249,11 +313,15 @@ export function startIngressProcess(argv: string[], config: Config, log: Logger,
     },
     async stop(graceMs) {
       stopping = true;
-      const proc = child;
-      if (!proc) return;
       post({ op: "stop", graceMs });
-      const ended = await Promise.race([proc.exited.then(() => true), Bun.sleep(graceMs + 2000).then(() => false)]);
-      if (!ended) proc.kill("SIGKILL");
+      await Promise.all(
+        workers.map(async (w) => {
+          const proc = w.proc;
+          if (!proc) return;
+          const ended = await Promise.race([proc.exited.then(() => true), Bun.sleep(graceMs + 2000).then(() => false)]);
+          if (!ended) proc.kill("SIGKILL");
+        }),
+      );
     },
   };
 }

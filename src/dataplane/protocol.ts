@@ -40,6 +40,7 @@ export function planeSettings(config: Config): string {
     c.sandboxTmpMb,
     c.shutdownGraceMs,
     c.dataPlaneSpoolMb,
+    c.ingressWorkers,
   ]);
 }
 
@@ -85,6 +86,8 @@ export interface IngressPart {
   tlsListen: string | null;
   /** Why it is not serving, when it is not. */
   error: string | null;
+  /** Every ingress process on the listeners (one per core by default), each with its pid (null while it starts again). */
+  workers?: Array<{ pid: number | null; startedAt: number | null }>;
 }
 
 /** Every operation the control plane may ask for, with its arguments and its answer. */

@@ -26,7 +26,8 @@ function ingressPart(p: IngressPart | null): ProcessPart {
   if (!p) return { part: "ingress", pid: null, startedAt: null, detail: "off (OPS_INGRESS_LISTEN and OPS_INGRESS_TLS_LISTEN are off)" };
   const where = [p.listen, p.tlsListen].filter(Boolean).join(", ");
   const detail = p.pid === null ? "starting again" : p.error ? `not listening: ${p.error}` : `serving ${where || "nothing yet"}`;
-  return { part: "ingress", pid: p.pid, startedAt: p.startedAt, detail: `${detail}${p.restarts > 0 ? `; started again ${p.restarts} time${p.restarts === 1 ? "" : "s"}` : ""}` };
+  const workers = p.workers && p.workers.length > 1 ? `; ${p.workers.length} processes on the listeners (pids ${p.workers.map((w) => w.pid ?? "starting").join(", ")})` : "";
+  return { part: "ingress", pid: p.pid, startedAt: p.startedAt, detail: `${detail}${workers}${p.restarts > 0 ? `; started again ${p.restarts} time${p.restarts === 1 ? "" : "s"}` : ""}` };
 }
 
 /** The processes of a running `ops serve` (its own Core): one process when the data plane is inline. */

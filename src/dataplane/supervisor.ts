@@ -26,7 +26,7 @@ import { planeArgv } from "../reexec";
 import { VERSION } from "../version";
 import { Channel } from "./channel";
 import { openSpool } from "./spool";
-import { startIngressProcess, type IngressHandle } from "./ingress-process";
+import { ingressWorkers, startIngressProcess, type IngressHandle } from "./ingress-process";
 import { DATA_PLANE_PROTOCOL, planeSettings, type DataPlaneHello, type DataPlaneStatus, type IngressPart, type Op, type Operations } from "./protocol";
 
 /** Where a data dir's data plane keeps its socket, pid file and spool (0700). */
@@ -110,6 +110,7 @@ export async function runDataPlane(config: Config, log: Logger): Promise<number>
         attached?.event("ingress.part", p);
       },
       (s) => attached?.event("ingress.stats", s),
+      ingressWorkers(config),
     );
   }
 
@@ -240,6 +241,8 @@ export async function runDataPlane(config: Config, log: Logger): Promise<number>
   // A hang-up from a terminal it was started from is no reason to stop serving.
   process.on("SIGHUP", () => {});
   log.info("the data plane is serving", { pid: process.pid, socket: socketPath, ingress: Boolean(ingress), protocol: DATA_PLANE_PROTOCOL });
+  // What starting left behind, collected once: an idle data plane stays small.
+  setTimeout(() => Bun.gc(true), 2000).unref();
   const code = await finished;
   clearInterval(idle);
   return existsSync(socketPath) ? 1 : code;

@@ -47,6 +47,8 @@ export interface IngressOptions {
   maxConnections?: number;
   /** CIDRs of proxies whose forwarding fields are believed (default none: OPS_TRUSTED_PROXIES). */
   trustedProxies?: readonly string[];
+  /** Listen with SO_REUSEPORT: several ingress processes share the listeners (the data plane's workers). */
+  reusePort?: boolean;
 }
 
 export interface IngressAddress {
@@ -176,7 +178,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     listen(host, port) {
       if (listener) throw new Error("the ingress is already listening");
       ctx.stopping = false;
-      const l = listen(ctx, host, port);
+      const l = listen(ctx, host, port, opts.reusePort === true);
       listener = l.listener;
       stopSweep = l.stopSweep;
       const h = host.includes(":") ? `[${host}]` : host;
@@ -189,7 +191,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     async listenTls(host, port) {
       if (tlsListener) throw new Error("the ingress's TLS listener is already listening");
       ctx.stopping = false;
-      tlsListener = await listenTls(ctx, host, port, certificates);
+      tlsListener = await listenTls(ctx, host, port, certificates, opts.reusePort === true);
       answers.httpsPort = tlsListener.port;
       const h = host.includes(":") ? `[${host}]` : host;
       tlsAddress = { host, port: tlsListener.port, url: `https://${h}:${tlsListener.port}` };

@@ -237,12 +237,15 @@ export function startSweep(ctx: Ctx): () => void {
 }
 
 /** Start listening; returns the listener and a function that stops the sweep. */
-export function listen(ctx: Ctx, host: string, port: number): { listener: TCPSocketListener<Client>; stopSweep: () => void } {
+export function listen(ctx: Ctx, host: string, port: number, reusePort = false): { listener: TCPSocketListener<Client>; stopSweep: () => void } {
   const stopSweep = startSweep(ctx);
   const listener = Bun.listen<Client>({
     hostname: host,
     port,
     allowHalfOpen: true,
+    // Several ingress processes on one port (the data plane's workers, decision 0600); Bun takes
+    // it, its type declarations do not list it yet.
+    ...({ reusePort } as object),
     socket: clientHandlers(ctx, "http") as unknown as SocketHandler<Client>,
   });
   return { listener, stopSweep };

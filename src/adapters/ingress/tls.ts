@@ -179,7 +179,7 @@ export interface TlsListener {
 }
 
 /** Listen for TLS on host:port with certificates from `certs`; resolves once bound. */
-export function listenTls(ctx: Ctx, host: string, port: number, certs: CertStore): Promise<TlsListener> {
+export function listenTls(ctx: Ctx, host: string, port: number, certs: CertStore, reusePort = false): Promise<TlsListener> {
   const h = clientHandlers(ctx, "https");
   const server = tls.createServer(
     {
@@ -198,7 +198,7 @@ export function listenTls(ctx: Ctx, host: string, port: number, certs: CertStore
   server.on("tlsClientError", (err) => ctx.log?.debug?.("ingress TLS handshake failed", { err: err.message }));
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, reusePort }, () => {
       server.off("error", reject);
       const addr = server.address();
       resolve({ port: typeof addr === "object" && addr ? addr.port : port, stop: () => server.close() });
