@@ -22,7 +22,9 @@ export async function compileOps(opts: CompileOptions): Promise<string> {
   const res = await Bun.build({
     // The telemetry writer runs on its own thread: a worker's module must be an entrypoint of its own.
     // src/bin.ts routes the data plane's commands to their own lean entry (decision 0600).
-    entrypoints: [path.join(root, "src/bin.ts"), path.join(root, "src/domains/observability/writer-worker.ts")],
+    // src/bin.ts only routes: the control plane (src/main.ts) and the data plane
+    // (src/dataplane/main.ts) are entry points of their own, so neither parses the other's code.
+    entrypoints: [path.join(root, "src/bin.ts"), path.join(root, "src/main.ts"), path.join(root, "src/domains/observability/writer-worker.ts"), path.join(root, "src/dataplane/main.ts")],
     compile: {
       outfile: opts.outfile,
       autoloadDotenv: false,
