@@ -196,7 +196,19 @@ export function startIngressProcess(argv: string[], config: Config, log: Logger,
   let nextDrain = 0;
   const drains = new Map<number, { left: Set<Worker>; ok: boolean; resolve: (v: boolean) => void }>();
 
+  // SO_REUSEPORT would let these processes share a port another server already holds (a second
+  // ops, another data dir): bound once without it first, so a taken port is an error, as before.
+  const taken: string[] = [];
+  for (const [setting, l] of [["OPS_INGRESS_LISTEN", config.ingressListen], ["OPS_INGRESS_TLS_LISTEN", config.ingressTlsListen]] as const) {
+    if (!l || l.port === 0) continue;
+    try {
+      Bun.listen({ hostname: l.host, port: l.port, socket: { data() {} } }).stop(true);
+    } catch (e) {
+      taken.push(`${setting} ${l.host}:${l.port}: ${(e as Error).message}`);
+    }
+  }
   const part = (): IngressPart => {
+    if (taken.length > 0) return { pid: null, startedAt: null, restarts: 0, listen: null, tlsListen: null, error: taken.join("; "), workers: [] };
     const up = workers.filter((w) => w.pid !== null);
     const first = up[0] ?? workers[0]!;
     return {
@@ -268,7 +280,10 @@ export function startIngressProcess(argv: string[], config: Config, log: Logger,
       }, w.delay);
     });
   };
-  for (const w of workers) spawn(w);
+  if (taken.length > 0) {
+    log.error("the ingress cannot listen: its address is taken; apps are not reachable through it", { err: taken.join("; ") });
+    queueMicrotask(changed);
+  } else for (const w of workers) spawn(w);
 
   return {
     get part() {
