@@ -16,8 +16,8 @@
  * - a one-off command (a release step): a container with restart policy `no`, its logs followed,
  *   `POST /containers/{id}/wait` for the exit code (stopped past the timeout), then removed.
  */
-import { existsSync } from "node:fs";
 import { freeLoopbackPort } from "./process-runtime";
+import { engineClient, followLogs } from "./engine-api";
 import { maskerOf } from "./replica-env";
 import { RuntimeError, type OutputStream, type ReplicaSpec, type ReplicaStatus, type Runtime, type RuntimeHooks } from "./types";
 
@@ -27,8 +27,6 @@ export interface DockerRuntimeOptions extends RuntimeHooks {
   registryAuth?: () => { username: string; password: string; serveraddress: string };
   graceMs?: number;
 }
-
-const API = "http://docker/v1.41";
 
 interface Container {
   spec: ReplicaSpec;
@@ -41,57 +39,12 @@ interface Container {
 export function createDockerRuntime(opts: DockerRuntimeOptions): Runtime {
   const containers = new Map<string, Container>();
 
-  async function call(method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
-    if (!existsSync(opts.socket)) throw new RuntimeError(`the Docker Engine socket ${opts.socket} does not exist: is Docker installed and running? (OPS_DOCKER_SOCKET)`);
-    let res: Response;
-    try {
-      res = await fetch(`${API}${p}`, {
-        method,
-        unix: opts.socket,
-        headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      } as RequestInit);
-    } catch (e) {
-      throw new RuntimeError(`could not reach the Docker Engine at ${opts.socket}: ${(e as Error).message}`);
-    }
-    if (res.status >= 400) {
-      const text = await res.text();
-      let msg = text;
-      try {
-        msg = (JSON.parse(text) as { message?: string }).message ?? text;
-      } catch {
-        // Not JSON: keep the text.
-      }
-      throw new RuntimeError(`Docker Engine ${method} ${p}: HTTP ${res.status}: ${msg.slice(0, 500)}`);
-    }
-    return res;
-  }
+  const engine = engineClient({ host: opts.socket });
+  const call = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => engine.call(method, p, body, headers);
 
-  /** Demultiplex the log stream (8-byte frame headers: stream, 0, 0, 0, length BE) into lines. */
+  /** The container's log stream, line by line. */
   async function follow(c: Pick<Container, "containerId" | "logs">, emit: (stream: OutputStream, line: string) => void): Promise<void> {
-    const res = await call("GET", `/containers/${c.containerId}/logs?follow=1&stdout=1&stderr=1`);
-    const reader = res.body!.getReader();
-    let buf = new Uint8Array(0);
-    const partial: Record<"stdout" | "stderr", string> = { stdout: "", stderr: "" };
-    const decoder = new TextDecoder();
-    while (!c.logs.signal.aborted) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      const next = new Uint8Array(buf.length + value.length);
-      next.set(buf);
-      next.set(value, buf.length);
-      buf = next;
-      while (buf.length >= 8) {
-        const len = new DataView(buf.buffer, buf.byteOffset).getUint32(4);
-        if (buf.length < 8 + len) break;
-        const stream = buf[0] === 2 ? "stderr" : "stdout";
-        const text = partial[stream] + decoder.decode(buf.subarray(8, 8 + len));
-        const parts = text.split("\n");
-        partial[stream] = parts.pop() ?? "";
-        for (const line of parts) emit(stream, line.replace(/\r$/, ""));
-        buf = buf.subarray(8 + len);
-      }
-    }
+    await followLogs(await call("GET", `/containers/${c.containerId}/logs?follow=1&stdout=1&stderr=1`), c.logs.signal, emit);
   }
 
   async function refresh(c: Container): Promise<void> {
