@@ -28,9 +28,14 @@ packages=(
   python3-dotenv      # dotenv import compared with python-dotenv
   pebble              # ACME tests (pebble, pebble-challtestsrv)
   golang-go cargo     # the toolchains under /usr that builds and publish steps see (test/recipes.test.ts)
+  docker.io           # dockerd 20.10 and its client: the Docker and Swarm runtimes' suites (test/support/engine-cluster.ts)
+  busybox-static      # the static busybox the engine suites' images are made of
 )
 commands=(git bwrap buildah setpriv skopeo oathtool chromium wrk msgfmt nginx caddy openssl psql curl
-  sha256sum npm cargo strace pebble pebble-challtestsrv pasta ip nsenter go)
+  sha256sum npm cargo strace pebble pebble-challtestsrv pasta ip nsenter unshare go)
+# By path, not by name: /usr/local/bin/docker on these machines is a newer client (28.x) that
+# shadows Debian's 20.10 one on PATH, and the engine suites need Debian's daemon and client.
+files=(/usr/sbin/dockerd /usr/bin/docker /bin/busybox)
 
 if [ "${1:-}" = "--list" ]; then
   echo "${packages[*]}"
@@ -69,6 +74,12 @@ failed=0
 for c in "${commands[@]}"; do
   if ! command -v "$c" >/dev/null 2>&1; then
     echo "system packages: $c is not on PATH" >&2
+    failed=1
+  fi
+done
+for f in "${files[@]}"; do
+  if [ ! -x "$f" ]; then
+    echo "system packages: $f is missing (docker.io, busybox-static)" >&2
     failed=1
   fi
 done
