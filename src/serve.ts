@@ -86,14 +86,20 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
   let planeIngress: ReturnType<typeof remoteIngress> | null = null;
   let planeRuntime: ReturnType<typeof remoteRuntime> | null = null;
   const locals: Array<[string, unknown]> = [];
+  // The data plane always runs the ingress; it holds the replicas when ops supervises them itself
+  // (the process runtime). On an engine (OPS_RUNTIME=docker or swarm) the engine supervises them
+  // and the control plane drives it directly.
   if (config.dataPlane === "process") {
     const log = createLogger(config.logLevel, opts.logSink ?? stdoutSink).child({ component: "serve" });
     link = await attachDataPlane(config, log);
     const replicas = await link.channel.request("runtime.list", {});
     log.info(link.started ? "started the data plane" : "attached to the running data plane; its replicas kept serving", { pid: link.hello.pid, replicas: replicas.length, since: new Date(link.hello.startedAt).toISOString() });
     planeIngress = remoteIngress(link, log);
-    planeRuntime = remoteRuntime(link, replicas, { log });
-    locals.push([RUNTIME_LOCAL, planeRuntime], [INGRESS_LOCAL, planeIngress], [LINK_LOCAL, link]);
+    locals.push([INGRESS_LOCAL, planeIngress], [LINK_LOCAL, link]);
+    if (config.runtime === "process") {
+      planeRuntime = remoteRuntime(link, replicas, { log });
+      locals.push([RUNTIME_LOCAL, planeRuntime]);
+    }
   }
   const core = createCore(config, { ...opts, locals });
   if (link) {
@@ -151,6 +157,7 @@ export async function startServer(config: Config, opts: CoreOptions & { installS
     closing = (async () => {
       core.log.info("shutting down", { reason });
       core.state.draining = true;
+      core.state.closing = reason === "SIGHUP" ? "restart" : "stop";
       const grace = config.shutdownGraceMs;
       const server = app!.server!;
       const stopped = server.stop(false);

@@ -59,6 +59,11 @@ export interface CoreState {
   ready: boolean;
   /** Shutting down: /readyz answers 503. */
   draining: boolean;
+  /**
+   * Why the Core closes, when `ops serve` says: `restart` (SIGHUP: the apps keep running for the
+   * next image) or `stop`. Unset (tests, commands): treated as a stop.
+   */
+  closing?: "stop" | "restart";
   readonly startedAt: number;
 }
 

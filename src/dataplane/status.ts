@@ -39,7 +39,16 @@ export function servingParts(core: Core): { mode: "process" | "inline"; parts: P
   const ingress = (core.locals.get(INGRESS_LOCAL) as { part?: IngressPart | null } | undefined)?.part ?? link.hello.ingress;
   return {
     mode: "process",
-    parts: [control, { part: "data plane", pid: link.hello.pid, startedAt: link.hello.startedAt, detail: `${replicas} replica${replicas === 1 ? "" : "s"}, their output spool` }, ingressPart(ingress ?? null)],
+    parts: [
+      control,
+      {
+        part: "data plane",
+        pid: link.hello.pid,
+        startedAt: link.hello.startedAt,
+        detail: core.config.runtime === "process" ? `${replicas} replica${replicas === 1 ? "" : "s"}, their output spool` : `the ingress only: replicas run on the engine (OPS_RUNTIME=${core.config.runtime})`,
+      },
+      ingressPart(ingress ?? null),
+    ],
   };
 }
 

@@ -69,7 +69,9 @@ export function runtimeOf(core: Core, hooks: RuntimeHooks = {}): Runtime {
   runtime = core.config.runtime === "docker" ? createDockerRuntime({ socket: core.config.dockerSocket, graceMs: core.config.shutdownGraceMs, ...hooks }) : processRuntime(core, hooks);
   core.locals.set(KEY, runtime);
   const r = runtime;
-  core.onClose.push(() => r.stopAll(core.config.shutdownGraceMs));
+  // An engine keeps its containers running through a restart of ops (the next image takes them
+  // on); a stop of ops stops them. The process runtime's replicas are handed over first on a restart.
+  core.onClose.push(() => (r.kind !== "process" && core.state.closing === "restart" ? undefined : r.stopAll(core.config.shutdownGraceMs)));
   return runtime;
 }
 
