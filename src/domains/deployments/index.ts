@@ -16,6 +16,7 @@ import { installResourceHooks } from "./hooks";
 import { recoverAfterRestart } from "./recover";
 import { flushServiceLogs, keepLine, ringStopped } from "./logs";
 import { scheduleStatusWrite } from "./status";
+import { rerouteIfMoved } from "./live";
 import { installBuildHandOff, settleBuildVerdicts } from "./builds";
 import { installImagePlacement } from "../registries/service";
 import { environmentsRunning } from "./service";
@@ -41,6 +42,8 @@ export const deploymentsModule: DomainModule = {
         if (!project || !status.labels.environment || !status.labels.service) return;
         const addr = { project, environment: status.labels.environment, service: status.labels.service };
         scheduleStatusWrite(core, addr);
+        // An engine that moved a replica (a node went down) routes it where it runs now.
+        if (status.state === "running") rerouteIfMoved(core, addr, status);
         // Back after a crash: probe now rather than at the next minute, so health and the status page follow.
         if (status.state === "running" && status.restarts > 0) void recordProbe(core, addr).catch((e) => core.log.warn("probe after a restart failed", { err: (e as Error).message }));
       },

@@ -155,6 +155,21 @@ export function routeTo(core: Core, addr: ServiceAddress, replicaIds: readonly s
   return upstreams;
 }
 
+/**
+ * A live replica that now answers somewhere else (an engine moved its task to another node, or
+ * gave it another port): route the service to where its replicas are now. Nothing when the table
+ * already says so, or when the replica is not one the service is routed to.
+ */
+export function rerouteIfMoved(core: Core, addr: ServiceAddress, status: { id: string; host: string; port: number }): void {
+  const live = liveOf(core, addr);
+  if (!live || !live.replicaIds.includes(status.id)) return;
+  const entry = ingressOf(core)
+    .table()
+    .find((e) => e.service.project === addr.project.slug && e.service.environment === addr.environment && e.service.service === addr.service);
+  if (!entry || entry.upstreams.some((u) => u.host === status.host && u.port === status.port)) return;
+  routeTo(core, addr, live.replicaIds);
+}
+
 /** Set the service's routes again from its domains, keeping its upstreams (a domain changed). */
 export function refreshRoutes(core: Core, addr: ServiceAddress): void {
   const live = liveOf(core, addr);
