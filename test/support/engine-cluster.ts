@@ -77,8 +77,8 @@ export interface EngineNode {
 }
 
 export interface EngineClusterOptions {
-  /** Registries the nodes may reach over plain HTTP (`host:port`, usually at `hostAddress`). */
-  insecureRegistries?: string[];
+  /** Registries the nodes may reach over plain HTTP (`host:port`): a list, or made from the host namespace's address on the bridge. */
+  insecureRegistries?: string[] | ((hostAddress: string) => string[]);
 }
 
 export interface Leftovers {
@@ -320,7 +320,7 @@ async function makeCluster(n: number, mode: "engine" | "swarm", opts: EngineClus
           "cgroup-parent": `/${node.hostname}`,
           // Inside the node's own namespaces only: the host never routes these.
           "default-address-pools": [{ base: "172.30.0.0/16", size: 24 }],
-          "insecure-registries": opts.insecureRegistries ?? [],
+          "insecure-registries": typeof opts.insecureRegistries === "function" ? opts.insecureRegistries(`${net}.254`) : (opts.insecureRegistries ?? []),
         }),
       );
     }

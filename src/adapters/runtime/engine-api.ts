@@ -105,11 +105,17 @@ export async function followLogs(res: Response, signal: AbortSignal, emit: (stre
       buf = buf.subarray(8 + len);
     }
   }
+  void reader.cancel().catch(() => undefined); // aborted before the listener was added: the connection still goes
 }
 
-/** The engine's event stream (`GET /events`, JSON lines) filtered by `filters`, until `signal` aborts. */
-export async function followEvents(client: EngineClient, filters: Record<string, string[]>, signal: AbortSignal, emit: (event: Record<string, unknown>) => void): Promise<void> {
+/**
+ * The engine's event stream (`GET /events`, JSON lines) filtered by `filters`, until `signal`
+ * aborts. `onOpen` runs once the engine answered, so a caller can start what it wants to see the
+ * events of without missing the first ones.
+ */
+export async function followEvents(client: EngineClient, filters: Record<string, string[]>, signal: AbortSignal, emit: (event: Record<string, unknown>) => void, onOpen?: () => void): Promise<void> {
   const res = await client.call("GET", `/events?filters=${encodeURIComponent(JSON.stringify(filters))}`);
+  onOpen?.();
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let text = "";
@@ -130,4 +136,5 @@ export async function followEvents(client: EngineClient, filters: Record<string,
       }
     }
   }
+  void reader.cancel().catch(() => undefined);
 }
