@@ -7,10 +7,11 @@ import path from "node:path";
 import { isIP } from "node:net";
 import { Cron } from "croner";
 import { bool, ConfigError, deepFreeze, int, oneOf, parseListen, str, url, type Env } from "./config-values";
+import { IMAGE_VARIABLES, imagesConfig, type ImagesConfig } from "./config-images";
 
 export { ConfigError } from "./config-values";
 
-export interface Config {
+export interface Config extends ImagesConfig {
   /** Folder holding ops.db, telemetry.db, blobs/, keys/, git/, run/. Absolute. */
   readonly dataDir: string;
   /** host:port the HTTP server binds. */
@@ -191,6 +192,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_BUILD_MAX_DISK_MB", default: "10240", description: "Disk a build's work dir (checkout, home, output, packed image) or a job run's home may use in MiB, a loop-mounted ext4 image when ops is root; 0 = no cap" },
   { name: "OPS_CACHE_MAX_MB", default: "5120", description: "Disk one project's dependency caches (npm, cargo, pip, buildah's layers) may use in MiB: a loop-mounted ext4 image while its builds run when ops is root, trimmed least recently used first after them; 0 = no cap" },
   { name: "OPS_IMAGE_MAX_MB", default: "4096", description: "Largest image (compressed layers) a build may push, in MiB; 0 = no cap" },
+  ...IMAGE_VARIABLES,
   { name: "OPS_SANDBOX_NETWORK", default: "isolated", description: "isolated: every build, job run and replica in its own network namespace (needs pasta, Debian package passt); host: no network isolation, on purpose (ops doctor and every build log say so)" },
   { name: "OPS_SANDBOX_ALLOW_CIDRS", default: "(none)", description: "Comma-separated CIDRs sandboxes may reach although private, link-local or the host's own" },
   { name: "OPS_SANDBOX_HOST_PORTS", default: "(none)", description: "Comma-separated ports of the host's loopback sandboxes may reach besides ops's own public port" },
@@ -351,6 +353,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     buildMaxDiskMb: int(e, "OPS_BUILD_MAX_DISK_MB", 10240, 0, 1024 * 1024 * 1024),
     cacheMaxMb: int(e, "OPS_CACHE_MAX_MB", 5120, 0, 1024 * 1024 * 1024),
     imageMaxMb: int(e, "OPS_IMAGE_MAX_MB", 4096, 0, 1024 * 1024),
+    ...imagesConfig(e),
     sandboxNetwork: oneOf(e, "OPS_SANDBOX_NETWORK", ["isolated", "host"] as const, "isolated"),
     sandboxAllowCidrs,
     sandboxHostPorts,

@@ -1,6 +1,9 @@
 /**
  * The OCI image of a native build, written by ops: one gzip tar layer holding the output
- * directory under `/app`, an image config and an image manifest (DESIGN §5).
+ * directory under `/app`, an image config and an image manifest (DESIGN §5). With a base image
+ * (image-base.ts, decision 0620) the manifest lists the base's layers first, by digest (they are
+ * never packed or uploaded again: the push links them), and the config is the base's with ops's
+ * settings over it; the label `dev.ops.runtime` then says `engine` instead of `process`.
  *
  * The same commit gives the same digest: entries are written in sorted order, every entry is owned
  * by 1000:1000 with no user or group names, mtimes are clamped to the commit time (whole seconds),
@@ -30,6 +33,7 @@ import { Header, Pax } from "tar";
 import { SANDBOX_GID, SANDBOX_UID } from "../../adapters/builder/sandbox";
 import { HOST_TREES } from "../../adapters/sandbox/bwrap";
 import type { PushBlob } from "../registries/service";
+import { mergedEnv, type BaseImage, type BaseLayer } from "./image-base";
 
 /** True for an absolute, `..`-free path inside a host tree every sandbox binds read-only (/usr, /bin, /lib…). */
 export function isHostToolchainPath(target: string): boolean {
@@ -47,6 +51,11 @@ export const IMAGE_APP_DIR = "app";
 export const LABEL_REVISION = "org.opencontainers.image.revision";
 export const LABEL_SOURCE = "org.opencontainers.image.source";
 export const LABEL_RUNTIME = "dev.ops.runtime";
+/** The base an image was built on, `<repository>@<digest>` (decision 0620). */
+export const LABEL_BASE = "dev.ops.base";
+/** `dev.ops.runtime` of an image that needs the host's toolchains (no base) and of one that carries its system. */
+export const RUNTIME_PROCESS = "process";
+export const RUNTIME_ENGINE = "engine";
 
 /** An output directory that cannot become an image (the message names the path). */
 export class ImageRefused extends Error {
@@ -72,6 +81,8 @@ export interface ImageSpec {
   commitTime: number;
   /** The repository the commit came from (`org.opencontainers.image.source`). */
   source: string;
+  /** The image the app's layer goes on (image-base.ts); none: the image runs on the host's toolchains. */
+  base?: BaseImage | null;
 }
 
 export interface Blob {
@@ -85,11 +96,17 @@ export interface PackedImage {
   manifest: Blob & { bytes: Uint8Array; mediaType: string };
   /** Entries in the layer (directories included). */
   entries: number;
+  /** The base's repository and layers under the app's layer; null without a base. */
+  base: { repository: string; digest: string; layers: BaseLayer[] } | null;
 }
 
-/** A packed image's blobs as the registry takes them: the layer streamed from its file, the config from memory. */
+/**
+ * A packed image's blobs as the registry takes them: the layer streamed from its file, the config
+ * from memory, and a base's layers linked from the base's repository (never read or stored again).
+ */
 export function packedBlobs(image: PackedImage): PushBlob[] {
   return [
+    ...(image.base?.layers ?? []).map((l): PushBlob => ({ digest: l.digest, size: l.size, source: { mount: image.base!.repository } })),
     { digest: image.layer.digest, size: image.layer.size, source: { file: image.layer.file } },
     { digest: image.config.digest, size: image.config.size, source: { bytes: image.config.bytes } },
   ];
@@ -310,33 +327,38 @@ export async function packImage(spec: ImageSpec): Promise<PackedImage> {
   if (spec.start.trim() === "") throw new Error("an image needs a start command");
   const layer = await packLayer(spec.outputDir, spec.layerFile, spec.commitTime);
   const created = new Date(Math.floor(spec.commitTime / 1000) * 1000).toISOString();
-  const labels = { [LABEL_REVISION]: spec.commit, [LABEL_SOURCE]: spec.source, [LABEL_RUNTIME]: "process" };
+  const base = spec.base ?? null;
+  const labels: Record<string, string> = { [LABEL_REVISION]: spec.commit, [LABEL_SOURCE]: spec.source, [LABEL_RUNTIME]: base ? RUNTIME_ENGINE : RUNTIME_PROCESS, ...(base ? { [LABEL_BASE]: `${base.repository}@${base.digest}` } : {}) };
+  const own = {
+    User: `${SANDBOX_UID}:${SANDBOX_GID}`,
+    Env: [`PORT=${spec.port}`],
+    Entrypoint: ["/bin/sh", "-c"],
+    Cmd: [spec.start],
+    WorkingDir: `/${IMAGE_APP_DIR}`,
+    ExposedPorts: { [`${spec.port}/tcp`]: {} },
+    Labels: labels,
+  };
+  const history = { created, created_by: "ops native build", comment: `commit ${spec.commit}` };
   const config = new TextEncoder().encode(
     JSON.stringify({
       created,
-      architecture: ociArchitecture(),
+      architecture: base?.architecture ?? ociArchitecture(),
+      ...(base?.variant ? { variant: base.variant } : {}),
       os: "linux",
-      config: {
-        User: `${SANDBOX_UID}:${SANDBOX_GID}`,
-        Env: [`PORT=${spec.port}`],
-        Entrypoint: ["/bin/sh", "-c"],
-        Cmd: [spec.start],
-        WorkingDir: `/${IMAGE_APP_DIR}`,
-        ExposedPorts: { [`${spec.port}/tcp`]: {} },
-        Labels: labels,
-      },
-      rootfs: { type: "layers", diff_ids: [layer.diffId] },
-      history: [{ created, created_by: "ops native build", comment: `commit ${spec.commit}` }],
+      config: base ? onBase(base.config, own) : own,
+      rootfs: { type: "layers", diff_ids: [...(base?.diffIds ?? []), layer.diffId] },
+      history: [...(base?.history ?? []), history],
     }),
   );
   const configBlob = { bytes: config, digest: sha256(config), size: config.byteLength, mediaType: OCI_CONFIG };
+  const baseAnnotations = base ? { "org.opencontainers.image.base.name": base.name, "org.opencontainers.image.base.digest": base.digest } : {};
   const manifest = new TextEncoder().encode(
     JSON.stringify({
       schemaVersion: 2,
       mediaType: OCI_MANIFEST,
       config: { mediaType: OCI_CONFIG, digest: configBlob.digest, size: configBlob.size },
-      layers: [{ mediaType: OCI_LAYER_GZIP, digest: layer.digest, size: layer.size }],
-      annotations: { [LABEL_REVISION]: spec.commit, [LABEL_SOURCE]: spec.source },
+      layers: [...(base?.layers ?? []).map((l) => ({ mediaType: l.mediaType, digest: l.digest, size: l.size })), { mediaType: OCI_LAYER_GZIP, digest: layer.digest, size: layer.size }],
+      annotations: { [LABEL_REVISION]: spec.commit, [LABEL_SOURCE]: spec.source, ...baseAnnotations },
     }),
   );
   return {
@@ -344,5 +366,19 @@ export async function packImage(spec: ImageSpec): Promise<PackedImage> {
     config: configBlob,
     manifest: { bytes: manifest, digest: sha256(manifest), size: manifest.byteLength, mediaType: OCI_MANIFEST },
     entries: layer.entries,
+    base: base ? { repository: base.repository, digest: base.digest, layers: base.layers } : null,
   };
+}
+
+/**
+ * The base's config with ops's over it (decision 0620): ops decides how the app starts (Entrypoint,
+ * Cmd, WorkingDir, its port) and its labels win; the base keeps its environment (its PATH), its
+ * user when it names one, its labels and the rest. The base's Healthcheck goes: ops probes health
+ * itself, and an engine acting on a base's check would stop replicas ops thinks healthy.
+ */
+function onBase(base: Record<string, unknown>, own: Record<string, unknown> & { User: string; Env: string[]; Labels: Record<string, string> }): Record<string, unknown> {
+  const { Healthcheck: _dropped, ...kept } = base;
+  const user = typeof base.User === "string" && base.User !== "" ? base.User : own.User;
+  const labels = base.Labels && typeof base.Labels === "object" ? (base.Labels as Record<string, string>) : {};
+  return { ...kept, ...own, User: user, Env: mergedEnv(base.Env, own.Env), Labels: { ...labels, ...own.Labels } };
 }

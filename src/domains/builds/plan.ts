@@ -3,8 +3,8 @@
  * and the service's build-time variables, read inside the step that runs commands.
  *
  * Build keys: a key the commit's `[services.<name>]` sets wins (the commit says how it is built);
- * otherwise the service's spec (`source.context`, `source.dockerfile`, `port`), otherwise the
- * defaults of DESIGN §5. A `dockerfile` (file or spec) chooses the container builder; `ops.toml`
+ * otherwise the service's spec (`source.context`, `source.dockerfile`, `source.base`, `port`),
+ * otherwise the defaults of DESIGN §5. A `dockerfile` (file or spec) chooses the container builder; `ops.toml`
  * paths are repository-relative, so the Dockerfile is made relative to the context for buildah.
  *
  * Build variables: every variable of the service's env group (the secret-group resource of the
@@ -49,6 +49,8 @@ export interface BuildPlan {
   dockerfile: string | null;
   /** Where the keys came from, for the log. */
   from: "ops.toml" | "service";
+  /** Native builds on a base image: the reference and the digest the clone resolved it to (image-base.ts). */
+  base?: { ref: string; repository: string; digest: string } | null;
 }
 
 /**
@@ -86,6 +88,17 @@ export function resolvePlan(row: Pick<BuildRow, "service" | "commitSha">, spec: 
     throw new StepFailure("build", `${why}, and the service names no dockerfile: nothing says how to build it`);
   }
   return { builder: "native", checks: declared.check, build: declared.build, start: declared.start, port, context, output: declared.output, dockerfile: null, from: "ops.toml" };
+}
+
+/**
+ * The base image a native build names (`base` in ops.toml, else the spec's `source.base`), or
+ * null; a StepFailure (`build`) for a base beside a Dockerfile, whose FROM names its base.
+ */
+export function declaredBase(row: Pick<BuildRow, "service">, spec: ServiceSpec, decl: OpsDeclaration | null, plan: BuildPlan): string | null {
+  const declared = decl?.services.find((s) => s.name === row.service) ?? null;
+  const base = declared?.keys.includes("base") ? declared.base : (spec.source?.base ?? null);
+  if (base && plan.builder === "container") throw new StepFailure("build", `the service names the base image "${base}" and builds a Dockerfile, whose FROM names its base: give one or the other`);
+  return base;
 }
 
 export function parsePlan(text: string | null): BuildPlan | null {

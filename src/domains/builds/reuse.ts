@@ -2,8 +2,8 @@
  * One build per set of inputs (docs/decisions/0435): when production and staging both follow
  * `main`, a push queues a build in each, and only one of them runs the build. Each image build's
  * clone step computes its input key (the commit, the service, the build spec as resolved for its
- * environment, the build variables' values as a keyed digest, the builder), and the transaction
- * that records the step claims it:
+ * environment, the build variables' values as a keyed digest, the builder, and the digest of the
+ * base image when it has one: decision 0620), and the transaction that records the step claims it:
  *
  * - a finished build with the same key whose signed image is still in the registry: reused now;
  * - a build with the same key still working (its leader): this one parks in `building` (holding
@@ -45,7 +45,8 @@ const LEADING_STATES = ["cloning", "checks", "building", "scanning", "pushing", 
 
 export interface InputKey {
   key: string;
-  parts: { spec: string; variables: string; builder: string };
+  /** `base`, the base image's manifest digest, only for a build on one (keys of builds without one are as before). */
+  parts: { spec: string; variables: string; builder: string; base?: string };
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -89,10 +90,14 @@ export async function inputKeyOf(core: Core, row: Pick<BuildRow, "projectId" | "
       .map((v) => [v.name, v.value, v.secret])
       .sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : 0)),
   );
+  // The base is in the spec by the name written, and a part of its own by digest: a tag moved to
+  // another image is another input, and the log can say that the base is what differed.
+  const { base, ...rest } = plan;
   const parts = {
-    spec: sha256(canonical(plan)),
+    spec: sha256(canonical(base ? { ...rest, base: base.ref } : rest)),
     variables: vars.some((v) => v.secret) ? `k:${core.secrets.keyedDigest("builds.input-key", varsText)}` : sha256(varsText),
     builder: sha256(canonical({ kind: plan.builder, ops: core.version, buildah: plan.builder === "container" ? await buildahVersion(core) : null })),
+    ...(base ? { base: base.digest } : {}),
   };
   return { key: sha256(canonical({ v: 1, project: row.projectId, service: row.service, commit: row.commitSha, ...parts })), parts };
 }
@@ -133,7 +138,12 @@ const sameKey = (row: Pick<BuildRow, "id" | "projectId" | "commitSha">, key: str
 
 /** What differs between two builds' inputs, in words. */
 function differences(a: InputKey["parts"], b: InputKey["parts"]): string {
-  const what = [a.spec !== b.spec && "build spec (ops.toml and the service's settings as resolved there)", a.variables !== b.variables && "build variables", a.builder !== b.builder && "builder"].filter(Boolean);
+  const what = [
+    a.spec !== b.spec && "build spec (ops.toml and the service's settings as resolved there)",
+    a.variables !== b.variables && "build variables",
+    a.builder !== b.builder && "builder",
+    (a.base ?? null) !== (b.base ?? null) && "base image",
+  ].filter(Boolean);
   return what.length > 0 ? what.join(", ") : "inputs";
 }
 

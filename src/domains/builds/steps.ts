@@ -10,7 +10,7 @@
  * tmp, buildah's layout), `image/` the packed layer, `scan/` a container image unpacked for the
  * scan.
  */
-import { mkdirSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import path from "node:path";
 import type { Core } from "../../core/core";
 import { SYSTEM_ACTOR } from "../../core/audit";
@@ -25,10 +25,10 @@ import { specOf, type ServiceSpec } from "../resources/service";
 import { declarationAt, fetchCommit, sourceById, OpsTomlError, type SourceRow } from "../sources/service";
 import { pushImage, registryService, type PushBlob } from "../registries/service";
 import { recordConsumers, resolutionsIn } from "../modules/service";
-import { packImage, packedBlobs, ImageRefused } from "./image";
 import { signImage } from "./signing";
 import { scanImageFiles, describeHits } from "./secret-scan";
-import { buildVariables, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
+import { buildVariables, declaredBase, parsePlan, resolvePlan, serviceOf, StepFailure, type BuildPlan } from "./plan";
+import { packNative, refuseOversized, resolveBase } from "./image-push";
 import { reachableDir } from "./lifecycle";
 import { mayBeServed, prepareClaim, rekeyInputs, type ClaimDraft } from "./reuse";
 import { attachBuildDisk, diskFullNote, releaseBuildDisk } from "./disk";
@@ -135,7 +135,10 @@ async function clone(ctx: StepContext): Promise<StepDone> {
     if (e instanceof OpsTomlError) throw new StepFailure("build", e.message);
     throw new StepFailure("internal", `ops.toml could not be read: ${(e as Error).message}`);
   }
-  const plan = resolvePlan(row, specOf<ServiceSpec>(service), read.decl);
+  const spec = specOf<ServiceSpec>(service);
+  const plan = resolvePlan(row, spec, read.decl);
+  const baseRef = declaredBase(row, spec, read.decl, plan);
+  if (baseRef) plan.base = await resolveBase(core, row.project, baseRef, (text) => log.add("clone", "info", text));
   const claim = await prepareClaim(core, row, plan, (level, text) => log.add("clone", level, text));
   if (!fetched && !claim?.donor && !claim?.leader) fetched = !!(await fetchIntoWorkDir(ctx, source));
   // The repository's paths are checked now, before any command runs (a build that takes another's
@@ -143,7 +146,8 @@ async function clone(ctx: StepContext): Promise<StepDone> {
   if (fetched) contextDir(ctx, plan);
   if (fetched && plan.builder === "container") dockerfileIn(ctx, plan);
   if (plan.builder === "native") {
-    log.add("clone", "info", `native build from ${plan.from}: context ${plan.context}, ${plan.checks.length} check and ${plan.build.length} build command(s), output ${plan.output}, start "${plan.start}", port ${plan.port}`);
+    const on = plan.base ? `, on ${plan.base.repository}@${plan.base.digest}` : ", no base (it runs on the host's toolchains)";
+    log.add("clone", "info", `native build from ${plan.from}: context ${plan.context}, ${plan.checks.length} check and ${plan.build.length} build command(s), output ${plan.output}, start "${plan.start}", port ${plan.port}${on}`);
   } else {
     log.add("clone", "info", `container build of ${path.posix.join(plan.context, plan.dockerfile!)} (context ${plan.context}, port ${plan.port})`);
   }
@@ -307,7 +311,7 @@ function repositoryOf(row: BuildRow): string {
   return `${row.project}/${row.service}`;
 }
 
-/** `pushing`: pack the native image (or take buildah's) and push it as `<project>/<service>:<commit>`. */
+/** `pushing`: pack the native image (on its base, image-push.ts) or take buildah's, and push it as `<project>/<service>:<commit>`. */
 async function push(ctx: StepContext): Promise<StepDone> {
   const { core, row } = ctx;
   const plan = planOf(ctx);
@@ -315,19 +319,7 @@ async function push(ctx: StepContext): Promise<StepDone> {
   let blobs: PushBlob[];
   let manifest: { bytes: Uint8Array; mediaType: string };
   if (plan.builder === "native") {
-    const outputDir = nativeOutput(ctx, plan);
-    const imageDir = dirs(ctx.workDir).image;
-    mkdirSync(imageDir, { recursive: true, mode: 0o700 });
-    let packed;
-    try {
-      packed = await packImage({ outputDir, layerFile: path.join(imageDir, "layer.tar.gz"), start: plan.start!, port: plan.port, commit: row.commitSha, commitTime: row.commitTime, source: row.repo });
-    } catch (e) {
-      if (e instanceof ImageRefused) throw new StepFailure("build", e.message);
-      throw e;
-    }
-    ctx.log.add("push", "info", `packed ${packed.entries} entries into one layer (${packed.layer.size} bytes)`);
-    blobs = packedBlobs(packed);
-    manifest = packed.manifest;
+    ({ blobs, manifest } = await packNative(core, row, plan, nativeOutput(ctx, plan), dirs(ctx.workDir).image, (text) => ctx.log.add("push", "info", text)));
   } else {
     const image = containerImage(ctx);
     blobs = image.blobs.map((b) => ({ digest: b.digest, size: b.size, source: { file: b.file } }));
@@ -350,15 +342,6 @@ async function push(ctx: StepContext): Promise<StepDone> {
   const imageRef = `${registryService(core)}/${repository}:${row.commitSha}`;
   ctx.log.add("push", "info", `pushed ${imageRef} (${pushed.digest}, ${pushed.sizeBytes} bytes)`);
   return { note: pushed.digest, set: { imageRef, imageDigest: pushed.digest, imageSizeBytes: pushed.sizeBytes } };
-}
-
-/** An image above `OPS_IMAGE_MAX_MB` (its layers and config as pushed, compressed) is refused before it reaches the registry (decision 0228). */
-function refuseOversized(core: Core, blobs: readonly PushBlob[]): void {
-  const cap = core.config.imageMaxMb;
-  const total = blobs.reduce((n, b) => n + b.size, 0);
-  if (cap > 0 && total > cap * 1024 * 1024) {
-    throw new StepFailure("build", `the image is ${(total / 1024 / 1024).toFixed(1)} MiB, above the limit of ${cap} MiB (OPS_IMAGE_MAX_MB): make the build's output smaller`);
-  }
 }
 
 /** `signing`: the estate key's cosign-style signature of the pushed digest. */

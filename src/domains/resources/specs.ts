@@ -12,6 +12,12 @@ import { NAME_PATTERN } from "./model";
 
 const ResourceName = (description: string) => Type.String({ pattern: NAME_PATTERN, description });
 export const ENV_VAR_PATTERN = "^[A-Za-z_][A-Za-z0-9_]{0,254}$";
+const COMPONENT = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
+/**
+ * A base image (decision 0620): `[host/]<repository>` with `:<tag>`, `@sha256:<digest>` or both,
+ * in the OCI distribution grammar. Which registry and project it may name is the build's check.
+ */
+export const BASE_IMAGE_PATTERN = `^(?:[A-Za-z0-9.-]+(?::[0-9]{1,5})?/)?${COMPONENT}(?:/${COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(?:@sha256:[0-9a-f]{64})?|@sha256:[0-9a-f]{64})$`;
 
 const Limits = Type.Object(
   {
@@ -32,6 +38,13 @@ export const ServiceSpec = Type.Object(
               branch: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
               context: Type.Optional(Type.String({ maxLength: 1024, description: "Build context, relative to the repository root" })),
               dockerfile: Type.Optional(Type.String({ maxLength: 1024 })),
+              base: Type.Optional(
+                Type.String({
+                  pattern: BASE_IMAGE_PATTERN,
+                  maxLength: 512,
+                  description: "Native builds: the image (in ops's registry, of this project or the estate's shared base images) the app's layer goes on top of, so it runs on a bare engine; `<project>/<name>:<tag>` or `@sha256:…`",
+                }),
+              ),
             },
             { additionalProperties: false },
           ),

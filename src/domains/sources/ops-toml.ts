@@ -6,7 +6,7 @@
  * (`services.web.bulid`), so a typo never passes silently. The builds domain reads a service's
  * build keys from the typed declaration exported here.
  */
-import { HOST_PATTERN } from "../resources/service";
+import { BASE_IMAGE_PATTERN, HOST_PATTERN } from "../resources/service";
 import type { DeclaredNames } from "./model";
 import { badRepoPath } from "./studio";
 
@@ -16,6 +16,7 @@ export const OPS_TOML_MAX_BYTES = 256 * 1024;
 
 const NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const HOST_RE = new RegExp(HOST_PATTERN);
+const BASE_RE = new RegExp(BASE_IMAGE_PATTERN);
 export const HOOK_EVENTS = ["pre-deploy", "post-deploy"] as const;
 export const OPERATIONAL_KEYS = ["replicas", "limits", "env_group", "address"] as const;
 
@@ -38,6 +39,8 @@ export interface ServiceDeclaration {
   output: string;
   /** Container build file (relative to the repository root); null = native builder. */
   dockerfile: string | null;
+  /** The image a native build's image is based on, in ops's registry (decision 0620); null = none. */
+  base: string | null;
   /** The keys the file itself set (the rest are defaults). */
   keys: string[];
 }
@@ -119,6 +122,12 @@ function relPath(v: unknown, key: string): string {
   return s.replace(/\/+$/, "");
 }
 
+/** A base image reference: a repository with a tag or a digest (which registry it is in is the build's check). */
+function baseImage(v: unknown, key: string): string {
+  if (typeof v !== "string" || !BASE_RE.test(v)) throw new OpsTomlError(key, `must be an image of ops's registry with a tag or a digest, like "shop/base-node:20" or "shop/base-node@sha256:<64 hex>"`);
+  return v;
+}
+
 function name(v: string, key: string): string {
   if (!NAME_RE.test(v)) throw new OpsTomlError(key, "must be a resource name: lower-case letters, digits and dashes, starting with a letter or digit, at most 63 characters");
   return v;
@@ -128,8 +137,10 @@ function parseService(n: string, v: unknown): ServiceDeclaration {
   const at = `services.${n}`;
   name(n, at);
   const t = table(v, at);
-  onlyKeys(t, ["build", "check", "start", "port", "health", "context", "output", "dockerfile"], at);
+  onlyKeys(t, ["build", "check", "start", "port", "health", "context", "output", "dockerfile", "base"], at);
   const dockerfile = t.dockerfile === undefined ? null : relPath(t.dockerfile, `${at}.dockerfile`);
+  const base = t.base === undefined ? null : baseImage(t.base, `${at}.base`);
+  if (base !== null && dockerfile !== null) throw new OpsTomlError(`${at}.base`, "a Dockerfile names its base in FROM: give base with build/start, not with dockerfile");
   if (dockerfile !== null && (t.build !== undefined || t.start !== undefined)) throw new OpsTomlError(`${at}.dockerfile`, "give dockerfile or build/start, not both");
   if (dockerfile === null && t.start === undefined) throw new OpsTomlError(`${at}.start`, "is required (the image's command) unless the service has a dockerfile");
   const health = t.health === undefined ? null : str(t.health, `${at}.health`);
@@ -144,6 +155,7 @@ function parseService(n: string, v: unknown): ServiceDeclaration {
     context: t.context === undefined ? "." : relPath(t.context, `${at}.context`),
     output: t.output === undefined ? "." : relPath(t.output, `${at}.output`),
     dockerfile,
+    base,
     keys: Object.keys(t),
   };
 }

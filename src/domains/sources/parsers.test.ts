@@ -110,6 +110,7 @@ describe("ops.toml", () => {
       context: ".",
       output: ".",
       dockerfile: null,
+      base: null,
       keys: ["build", "check", "start", "port", "health", "context", "output"],
     });
     expect(d.services[1]).toMatchObject({ name: "worker", dockerfile: "worker/Dockerfile", context: "worker", start: null, build: [], port: 8080 });

@@ -1,13 +1,13 @@
 /**
  * Reconciling an `ops.toml` into the project's resources, as the person who asked for the scan:
- * every declared service in every environment of the project (source, port and health from the
- * file; replicas, limits and env group from its operational block), one domain resource per
- * environment with hosts (named after, and routed to, the first declared service), and the
- * release steps recorded on the source (a step is not a resource type). Each write goes through
- * the resources domain (its checks, its audit row) and is reported as created, updated or refused
- * with the reason; rows the file no longer declares are reported as undeclared and left alone.
- * A write is refused, never attempted, in an environment where the caller lacked
- * `resources.write` when asking.
+ * every declared service in every environment of the project (source with its context, Dockerfile
+ * and base image, port and health from the file; replicas, limits and env group from its
+ * operational block), one domain resource per environment with hosts (named after, and routed
+ * to, the first declared service), and the release steps recorded on the source (a step is not a
+ * resource type). Each write goes through the resources domain (its checks, its audit row) and is
+ * reported as created, updated or refused with the reason; rows the file no longer declares are
+ * reported as undeclared and left alone. A write is refused, never attempted, in an environment
+ * where the caller lacked `resources.write` when asking.
  */
 import { and, eq } from "drizzle-orm";
 import { isDeepStrictEqual } from "node:util";
@@ -56,6 +56,8 @@ function desiredService(input: ReconcileInput, s: ServiceDeclaration, environmen
   else delete source.context;
   if (s.dockerfile) source.dockerfile = s.dockerfile;
   else delete source.dockerfile;
+  if (s.base) source.base = s.base;
+  else delete source.base;
   const op = operationalFor(input.decl, environment, s.name);
   return withoutUndefined({
     ...(current ?? {}),

@@ -26,8 +26,11 @@ export type { ManifestPusher };
 export interface PushBlob {
   digest: string;
   size: number;
-  /** The bytes, or a file to stream them from. */
-  source: { bytes: Uint8Array } | { file: string };
+  /**
+   * The bytes, a file to stream them from, or `mount`: a repository the blob is already in (a
+   * base image's layer), linked without being read or stored again, as a cross-repository mount.
+   */
+  source: { bytes: Uint8Array } | { file: string } | { mount: string };
 }
 
 export interface ImagePush {
@@ -62,7 +65,17 @@ function checkRepository(core: Core, repository: string): void {
 }
 
 function sourceOf(blob: PushBlob): BlobSource {
+  if ("mount" in blob.source) throw new Error(`blob ${blob.digest} is mounted, not written`);
   return "bytes" in blob.source ? blob.source.bytes : Bun.file(blob.source.file);
+}
+
+/** A mounted blob's link in the repository it comes from; 404 unless it is there, with its size, and in the store. */
+function mountable(core: Core, blob: PushBlob & { source: { mount: string } }): string {
+  const from = findRepository(core.db, blob.source.mount);
+  const hex = digestHex(blob.digest);
+  const link = from ? linkedBlob(core.db, from.id, hex) : null;
+  if (!link || link.size !== blob.size || !core.blobs.open(hex)) throw new OpsError("not_found", `Blob ${blob.digest} (${blob.size} bytes) is not in ${blob.source.mount}.`);
+  return hex;
 }
 
 /**
@@ -78,11 +91,14 @@ export async function pushImage(core: Core, push: ImagePush): Promise<PushedImag
   const repo = ensureRepository(core, push.repository, push.pusher.subject);
   let sizeBytes = 0;
   const missing: PushBlob[] = [];
+  const mounts: Array<{ hex: string; size: number }> = [];
   for (const blob of push.blobs) {
     sizeBytes += blob.size;
     const hex = digestHex(blob.digest);
     const link = linkedBlob(core.db, repo.id, hex);
-    if (!(link && link.size === blob.size && core.blobs.open(hex))) missing.push(blob);
+    if (link && link.size === blob.size && core.blobs.open(hex)) continue;
+    if ("mount" in blob.source) mounts.push({ hex: mountable(core, blob as PushBlob & { source: { mount: string } }), size: blob.size });
+    else missing.push(blob);
   }
   const writes = await Promise.allSettled([
     core.blobs.put(push.manifest),
@@ -110,6 +126,7 @@ export async function pushImage(core: Core, push: ImagePush): Promise<PushedImag
         recordBlob(core, put.digest, put.size, t);
         linkBlob(core, t, repo.id, put.digest, put.size);
       }
+      for (const m of mounts) linkBlob(core, t, repo.id, m.hex, m.size);
     });
   } catch (e) {
     await discardAll();
