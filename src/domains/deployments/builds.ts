@@ -14,6 +14,7 @@ import { getResourceRow, placeFor } from "../resources/service";
 import { deployments, type DeploymentRow } from "./tables";
 import { assertNoRolloutInFlight, recordRefusal, recordRollout, type RolloutRequest } from "./record";
 import { onRolloutFinished, type Verdict } from "./rollout";
+import { assertRunnableHere } from "./runnable";
 import { repositoryOf, shortDigest, toDeploymentResponse } from "./rows";
 import type { ServiceAddress } from "./live";
 import type { BuildSummary, TimelineRow, TimelineState } from "./model";
@@ -69,6 +70,7 @@ async function deployBuild(core: Core, b: DeployableBuild): Promise<void> {
     recordRefusal(core, req, `not signed by the ops key: ${check.reason}`);
     throw new OpsError("refused", `Refused to deploy ${shortDigest(b.imageDigest)}: ${check.reason}.`);
   }
+  await assertRunnableHere(core, req);
   recordRollout(core, req);
 }
 

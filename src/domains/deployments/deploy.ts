@@ -5,8 +5,9 @@
  * 404 no such project, environment, service or build, or nothing to roll back to; 409 a rollout
  * in flight, a build of the service between `deploying` and its verdict, an external registry
  * (`OPS_REGISTRY`: the runtime pulls from the embedded one), an archived project; 422 no digest,
- * a digest that is not `sha256:<hex>`, a build without an image, or a digest the estate key did
- * not sign (recorded as `refused`, with a notice).
+ * a digest that is not `sha256:<hex>`, a build without an image, a digest the estate key did
+ * not sign, or a native image without a base on an engine runtime (runnable.ts; both recorded as
+ * `refused`, with a notice).
  */
 import type { Core, ProjectRef } from "../../core/core";
 import type { AuthContext } from "../../core/authz/plugin";
@@ -21,6 +22,7 @@ import { healthyDigests, newestOfDigest, repositoryOf, serviceRun, shortDigest, 
 import type { ServiceAddress } from "./live";
 import type { DeployRequest, DeploymentResponse, RollbackRequest } from "./model";
 import { buildForDeploy, assertNoBuildAwaitingVerdict } from "./builds";
+import { assertRunnableHere } from "./runnable";
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 /** Messages ops writes itself (not a commit's): a rollback does not repeat them. */
@@ -83,6 +85,7 @@ export async function deployService(core: Core, project: ProjectRef, environment
     req = { addr, digest, trigger: "manual", commitSha: commit ?? earlier?.commitSha ?? null, message: earlier?.message ?? `Deploy ${shortDigest(digest)} by hand`, author: who, actor, createdBy: who };
   }
   await assertSigned(core, req);
+  await assertRunnableHere(core, req);
   return toDeploymentResponse(recordRollout(core, req), project.slug);
 }
 
@@ -112,5 +115,6 @@ export async function rollbackService(core: Core, project: ProjectRef, environme
     createdBy: who,
   };
   await assertSigned(core, req);
+  await assertRunnableHere(core, req);
   return toDeploymentResponse(recordRollout(core, req), project.slug);
 }
