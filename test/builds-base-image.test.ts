@@ -6,7 +6,8 @@
  * store is never asked to store them again) with the app's layer on top, the base's config merged
  * under ops's, labelled `dev.ops.runtime=engine`; the process runtime still runs it through the
  * ingress. Production and staging share the build while the base's digest is the same; the same
- * tag moved to another image makes the next build its own. Hostile: a base outside ops's registry,
+ * tag moved to another image makes the next build its own. The spec's `source.base` is in the
+ * catalog's schema and a Scan writes ops.toml's `base` there. Hostile: a base outside ops's registry,
  * another project's (refused, and none of its blobs linked), a missing one, one with a Dockerfile;
  * a base whose layer holds a `..` path and a file through a link out of the root is unpacked by the
  * process runtime without writing outside its root. On an engine runtime (`OPS_RUNTIME=docker`),
@@ -14,7 +15,7 @@
  * one with a base is not.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createTestApp, expectStatus, tempDir, type TestApp } from "./harness";
 import { buildsDataDir, buildWorld, drain, getBuild, logText, manualBuild, type BuildWorld } from "./builds-fixtures";
@@ -25,11 +26,15 @@ import { skopeo, pushPacked } from "./support/builds";
 import { busyboxRoot, BUSYBOX_CONFIG, pushLayout, writeLayout, type BaseLayout } from "./support/base-images";
 import { parseOpsToml } from "../src/domains/sources/service";
 import { resolveBaseImage } from "../src/domains/builds/image-base";
+import { declaredBase, resolvePlan } from "../src/domains/builds/plan";
 import { packImage } from "../src/domains/builds/image";
 import { ensureSigningKey, signImage } from "../src/domains/builds/signing";
 import { buildDeployer } from "../src/domains/builds/deployer";
-import { storedBlob } from "../src/domains/registries/service";
+import { pushImage, storedBlob } from "../src/domains/registries/service";
 import { prepareImage } from "../src/adapters/runtime";
+import { deployments } from "../src/domains/deployments/tables";
+import { reconcile } from "../src/domains/sources/reconcile";
+import { SYSTEM_ACTOR } from "../src/core/audit";
 import type { BuildResponse } from "../src/domains/builds/model";
 
 const RECIPES = readFileSync(path.resolve(import.meta.dir, "../docs/guide/recipes.md"), "utf8");
@@ -102,6 +107,40 @@ describe("ops.toml's base", () => {
   });
 });
 
+describe("the service's spec", () => {
+  test("source.base is in the catalog's schema (a reference with a tag or digest), and a Scan writes ops.toml's base there", async () => {
+    // Another repository than the one the suite pushes, so its pushes build none of these services.
+    const repo = `${w.ctx.slug}/specs`;
+    const envs = new Set(["production", "staging"]);
+    const put = (base: string) => w.ctx.req("PUT", "/resources/service/spec-check?environment=production", { spec: { source: { repo, base } } });
+    const bad = await put("busybox latest");
+    expect(bad.status).toBe(422);
+    expect(JSON.stringify(await bad.json())).toContain("spec.source");
+    await expectStatus(await put(`${w.ctx.slug}/base-busybox:1`), 201);
+    const catalog = await expectStatus<any>(await t.request("GET", "/api/v1/catalog", { token: w.ctx.owner.session }), 200);
+    expect(JSON.stringify(catalog)).toContain("Native builds: the image (in ops's registry");
+    const project = t.core.access.findProject(w.ctx.slug)!;
+    const decl = parseOpsToml(`[services.scanned]\nstart = "./server"\nbase = "${w.ctx.slug}/base-busybox:1"\n`);
+    const out = await reconcile(t.core, { project, repo, decl, gitRef: "main", defaultBranch: true, commitSha: "d".repeat(40), writable: envs, actor: SYSTEM_ACTOR, sourceId: null }, () => undefined);
+    expect(out.refused).toEqual([]);
+    const scanned = await expectStatus<any>(await w.ctx.req("GET", "/resources/service/scanned?environment=production"), 200);
+    expect(scanned.spec.source).toEqual({ repo, base: `${w.ctx.slug}/base-busybox:1` });
+    // Dropped from the file, dropped from the spec at the next Scan.
+    await reconcile(t.core, { project, repo, decl: parseOpsToml(`[services.scanned]\nstart = "./server"\n`), gitRef: "main", defaultBranch: true, commitSha: "e".repeat(40), writable: envs, actor: SYSTEM_ACTOR, sourceId: null }, () => undefined);
+    expect((await expectStatus<any>(await w.ctx.req("GET", "/resources/service/scanned?environment=production"), 200)).spec.source).toEqual({ repo });
+  });
+
+  test("a build takes ops.toml's base, else the spec's; never beside a Dockerfile", () => {
+    const spec = { source: { repo: "x/y", base: "x/from-spec:1" } };
+    const native = resolvePlan({ service: "web", commitSha: "f".repeat(40) }, spec, parseOpsToml(`[services.web]\nstart = "./server"\n`));
+    expect(declaredBase({ service: "web" }, spec, parseOpsToml(`[services.web]\nstart = "./server"\n`), native)).toBe("x/from-spec:1");
+    expect(declaredBase({ service: "web" }, spec, parseOpsToml(`[services.web]\nstart = "./server"\nbase = "x/from-file:2"\n`), native)).toBe("x/from-file:2");
+    expect(declaredBase({ service: "web" }, { source: { repo: "x/y" } }, parseOpsToml(`[services.web]\nstart = "./server"\n`), native)).toBeNull();
+    const container = resolvePlan({ service: "web", commitSha: "f".repeat(40) }, { source: { repo: "x/y", dockerfile: "Dockerfile", base: "x/from-spec:1" } }, null);
+    expect(() => declaredBase({ service: "web" }, { source: { repo: "x/y", dockerfile: "Dockerfile", base: "x/from-spec:1" } }, null, container)).toThrow("whose FROM names its base");
+  });
+});
+
 describe("a base is looked up in ops's registry only, in the project's own repositories or the estate's shared ones", () => {
   test("refused with a reason naming the fix: another registry, a Docker Hub short name, another project, a missing tag", async () => {
     const refusal = (ref: string) => resolveBaseImage(t.core, w.ctx.slug, ref).then(() => "resolved", (e: Error) => e.message);
@@ -119,6 +158,25 @@ describe("a base is looked up in ops's registry only, in the project's own repos
     const base = await resolveBaseImage(t.core, w.ctx.slug, `${SHARED}/busybox:1`);
     expect(base.repository).toBe(`${SHARED}/busybox`);
     expect(base.layers.map((l) => l.digest)).toEqual([busybox.layerDigest]);
+  });
+
+  test("the push links a base's layer only from a repository that holds it, with its size", async () => {
+    const config = new TextEncoder().encode("{}");
+    const push = (mount: string, digest: string, size: number) =>
+      pushImage(t.core, {
+        repository: `${w.ctx.slug}/mounted`,
+        blobs: [{ digest, size, source: { mount } }],
+        manifest: new TextEncoder().encode(JSON.stringify({ schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json", config: { mediaType: "application/vnd.oci.image.config.v1+json", digest: `sha256:${new Bun.CryptoHasher("sha256").update(config).digest("hex")}`, size: config.length }, layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest, size }] })),
+        mediaType: "application/vnd.oci.image.manifest.v1+json",
+        tag: "m1",
+        pusher: { subject: "ops", audit: SYSTEM_ACTOR },
+      });
+    // Another project's layer, named as if it were in this project's base repository: not there.
+    await expect(push(`${w.ctx.slug}/base-busybox`, otherLayer, 1)).rejects.toThrow(`is not in ${w.ctx.slug}/base-busybox`);
+    const size = storedBlob(t.core, `${w.ctx.slug}/base-busybox`, busybox.layerDigest)!.size;
+    await expect(push(`${w.ctx.slug}/base-busybox`, busybox.layerDigest, size + 1)).rejects.toThrow("is not in");
+    expect(storedBlob(t.core, `${w.ctx.slug}/mounted`, otherLayer)).toBeNull();
+    expect(storedBlob(t.core, `${w.ctx.slug}/mounted`, busybox.layerDigest)).toBeNull();
   });
 
   test("a push naming another project's image fails its builds (build) and links none of that project's blobs", async () => {
@@ -213,8 +271,8 @@ describe("a hostile base", () => {
     const base = await resolveBaseImage(t.core, w.ctx.slug, `${w.ctx.slug}/base-hostile:1`);
     const work = tempDir("ops-base-hostile-");
     const out = path.join(work, "out");
-    Bun.spawnSync(["mkdir", out]);
-    Bun.write(path.join(out, "hello.txt"), "hi\n");
+    mkdirSync(out);
+    writeFileSync(path.join(out, "hello.txt"), "hi\n");
     const img = await packImage({ outputDir: out, layerFile: path.join(work, "layer.tar.gz"), start: "cat hello.txt", port: 8080, commit: "a".repeat(40), commitTime: Date.UTC(2026, 2, 1), source: `${w.ctx.slug}/app`, base });
     const pushed = await pushPacked(t.core, img, `${w.ctx.slug}/hostile`, "h1");
     const project = t.core.access.findProject(w.ctx.slug)!;
@@ -257,8 +315,10 @@ describe("on an engine runtime (OPS_RUNTIME=docker)", () => {
     const deployer = buildDeployer(d.core)!;
     const build = { id: 9001, project: slug, environment: "production", service: "web", imageDigest: native, imageRef: `x/${slug}/web:native`, commitSha: "b".repeat(40), message: "m", author: "a", requestedBy: "host", trigger: "push", sourceId: null, repo: `${slug}/app` };
     await expect(deployer.deployBuild(d.core, build)).rejects.toThrow("has no toolchains");
-    const rows = await expectStatus<any[]>(await d.request("GET", `/api/v1/projects/${slug}/deployments?service=web&environment=production`, { token: owner }), 200);
-    expect(rows.filter((r) => r.deployment?.rollout === "refused" || r.state === "refused").length).toBeGreaterThanOrEqual(1);
+    // Both refusals are recorded, with the reason, and nothing was queued to run.
+    const rows = d.core.db.select().from(deployments).all();
+    expect(rows.map((r) => r.rollout)).toEqual(["refused", "refused"]);
+    for (const r of rows) expect(r.rolloutNote).toContain("has no toolchains");
   });
 
   test("an image built on a base is not refused", async () => {
@@ -267,8 +327,8 @@ describe("on an engine runtime (OPS_RUNTIME=docker)", () => {
     await pushLayout(layout, new URL(d.url).host, `${slug}/base`, "1", owner2);
     const base = await resolveBaseImage(d.core, slug, `${slug}/base:1`);
     const work = tempDir("ops-base-engine-");
-    Bun.spawnSync(["mkdir", path.join(work, "out")]);
-    await Bun.write(path.join(work, "out", "run.sh"), "echo hi\n");
+    mkdirSync(path.join(work, "out"));
+    writeFileSync(path.join(work, "out", "run.sh"), "echo hi\n");
     const img = await packImage({ outputDir: path.join(work, "out"), layerFile: path.join(work, "layer.tar.gz"), start: "sh run.sh", port: 8080, commit: "c".repeat(40), commitTime: Date.UTC(2026, 2, 1), source: `${slug}/app`, base });
     const pushed = await pushPacked(d.core, img, `${slug}/web`, "on-base");
     ensureSigningKey(d.core);
