@@ -18,7 +18,7 @@ import type { Core } from "../../core/core";
 import { hostArchitecture, registryService, storedBlob, storedManifest } from "../registries/service";
 import { StepFailure, type BuildPlan } from "./plan";
 
-export const OCI_INDEX = "application/vnd.oci.image.index.v1+json";
+const OCI_INDEX = "application/vnd.oci.image.index.v1+json";
 const DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json";
 const OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json";
 const DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json";
