@@ -2,8 +2,8 @@
  * Authorization matrix rows of the deployments domain (issue 11): deploy and rollback a service
  * (`deployments.deploy` in the service's environment, so environment policies apply: the
  * `policyRestricted` column keeps only deployments.read in production and is refused a deploy
- * there, allowed in staging), the timeline (`deployments.read`), and the ingress's counters
- * (`estate.manage`).
+ * there, allowed in staging), the timeline (`deployments.read`), and the ingress's counters, the
+ * estate's processes and its nodes (`estate.manage`).
  *
  * Every allowed caller deploys a fresh service of its own with a signed image of it (201: the
  * rollout is recorded; the scheduler does not run here), and rolls back a fresh service that
@@ -53,6 +53,7 @@ const ROWS: MatrixRow[] = [
   }),
   guarded("GET /api/v1/admin/ingress", "estate.manage", "estate", { path: () => "/api/v1/admin/ingress", status: 200 }),
   guarded("GET /api/v1/admin/processes", "estate.manage", "estate", { path: () => "/api/v1/admin/processes", status: 200 }),
+  guarded("GET /api/v1/admin/nodes", "estate.manage", "estate", { path: () => "/api/v1/admin/nodes", status: 200 }),
 ];
 
 registerMatrixDomain({ tags: ["deployments"], rows: ROWS });

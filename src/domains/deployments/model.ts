@@ -125,4 +125,57 @@ export const ProcessesReport = t.Object({
 });
 export type ProcessesReport = typeof ProcessesReport.static;
 
-export const deploymentsModels = { DeployRequest, RollbackRequest, DeploymentResponse, BuildSummary, DeploymentSummary, TimelineRow, IngressReport, ProcessesReport, ErrorBody };
+const NodeReplica = t.Object({
+  id: t.String({ description: "The replica's id (`<project>.<environment>.<service>.<deployment>-<n>`)" }),
+  project: nullable(t.String(), "The project slug it serves (its `project` label)"),
+  environment: nullable(t.String()),
+  service: nullable(t.String()),
+  deployment: nullable(t.String(), "The deployment it was started for"),
+  task_id: nullable(t.String(), "Swarm: the task that runs it on this node; null elsewhere"),
+  task_state: t.String({ description: "Swarm: the task's state (running, starting, preparing…); docker: the container's (running, restarting, exited…); process: the replica's (starting, running, crashed…)" }),
+  port: nullable(t.Integer(), "Where it listens on the node's address, when known"),
+});
+
+const NodeEntry = t.Object({
+  id: t.String({ description: "Swarm: the node's id; docker: the engine's id; process: the host's name" }),
+  hostname: t.String(),
+  address: nullable(t.String(), "The address replicas on it answer at (Swarm: the node's advertised address)"),
+  role: t.Union([t.Literal("manager"), t.Literal("worker"), t.Literal("standalone")], { description: "manager or worker in a Swarm; standalone: the one host of the process or docker runtime" }),
+  leader: t.Boolean({ description: "The Swarm's leading manager" }),
+  manager_reachability: nullable(t.String(), "Swarm managers: reachable, unreachable or unknown"),
+  state: t.String({ description: "ready, down, unknown or disconnected (Swarm's view of the node); ready for a standalone host that answered" }),
+  state_message: nullable(t.String(), "Why the node is in its state, when Swarm says"),
+  availability: t.String({ description: "active, pause or drain (where Swarm may place tasks); active for a standalone host" }),
+  engine_version: nullable(t.String(), "The Docker Engine's version; null for the process runtime"),
+  os: nullable(t.String(), "Operating system and architecture"),
+  cpus: nullable(t.Number(), "CPUs it offers (Swarm: NanoCPUs / 1e9)"),
+  memory_mb: nullable(t.Integer(), "Memory it offers, MiB (Swarm: MemoryBytes)"),
+  labels: t.Record(t.String(), t.String(), { description: "The node's labels (Swarm: its spec's, used by placement constraints such as node.labels.zone==eu)" }),
+  replicas: t.Array(NodeReplica, { description: "ops's replicas whose current task or container runs here" }),
+});
+
+/** Where replicas run: the Swarm's nodes (or the one engine, or this host) with ops's replicas on each (decision 0622). */
+export const NodesReport = t.Object({
+  runtime: t.Union([t.Literal("process"), t.Literal("docker"), t.Literal("swarm")], { description: "OPS_RUNTIME" }),
+  manager: t.Union(
+    [
+      t.Object({
+        endpoint: t.String({ description: "OPS_DOCKER_HOST: the Engine API ops talks to" }),
+        reachable: t.Boolean({ description: "It answered" }),
+        error: nullable(t.String(), "What failed, when something did (it names OPS_DOCKER_HOST); the nodes are then empty or partial"),
+        engine_version: nullable(t.String()),
+        swarm_state: nullable(t.String(), "The engine's Swarm state: active, inactive, pending, error or locked"),
+        is_manager: nullable(t.Boolean(), "The engine is a Swarm manager (it can list nodes and tasks)"),
+        node_id: nullable(t.String(), "Its own Swarm node id"),
+      }),
+      t.Null(),
+    ],
+    { description: "The Docker Engine or Swarm manager ops asked; null for the process runtime" },
+  ),
+  nodes: t.Array(NodeEntry),
+});
+export type NodesReport = typeof NodesReport.static;
+export type NodeEntry = typeof NodeEntry.static;
+export type NodeReplica = typeof NodeReplica.static;
+
+export const deploymentsModels = { DeployRequest, RollbackRequest, DeploymentResponse, BuildSummary, DeploymentSummary, TimelineRow, IngressReport, ProcessesReport, NodesReport, ErrorBody };

@@ -13,6 +13,7 @@ import { jsonBodyOf } from "../../core/body";
 import { deployService, rollbackService } from "./deploy";
 import { listTimeline } from "./timeline";
 import { ingressReport, processesReport } from "./ingress-report";
+import { nodesReport } from "./nodes-report";
 
 const ServiceParams = t.Object({ slug: t.String(), name: t.String() });
 const DeployQuery = t.Object({
@@ -89,5 +90,10 @@ export function deploymentsRoutes(core: Core) {
       permission: "estate.manage",
       detail: { summary: "The processes that serve this estate: the control plane, the data plane and its ingress (pid, uptime, what each does)" },
       response: { 200: "ProcessesReport", ...errors(401, 403) },
+    })
+    .get("/admin/nodes", () => nodesReport(core), {
+      permission: "estate.manage",
+      detail: { summary: "Where replicas run: the Swarm's nodes (role, state, availability, resources) with ops's replicas on each, or the one engine, or this host; an engine that does not answer is reported, not a 500" },
+      response: { 200: "NodesReport", ...errors(401, 403) },
     });
 }

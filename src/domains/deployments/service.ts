@@ -9,6 +9,7 @@ export { deployService, rollbackService } from "./deploy";
 export { listTimeline } from "./timeline";
 export { serviceLogLines, type ServiceLogLine } from "./logs";
 export { observeService } from "./status";
+export { nodesReport } from "./nodes-report";
 export { onRolloutFinished, type Verdict } from "./rollout";
 
 /**

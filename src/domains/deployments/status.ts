@@ -28,6 +28,9 @@ function replicaView(s: ReplicaStatus) {
     next_restart_at: isoOrNull(s.nextRestartAt),
     memory: { limit_mb: s.memory.limitMb, enforced: s.memory.enforced, how: s.memory.how, reason: s.memory.reason },
     not_enforced: s.notEnforced,
+    // Where it runs: the address the ingress reaches it at, and (Swarm) the node its task is on.
+    host: s.host,
+    node: s.node ? { name: s.node.name, addr: s.node.addr } : null,
   };
 }
 
