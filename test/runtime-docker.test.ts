@@ -83,7 +83,11 @@ afterAll(async () => {
 
 const options = (w: World, more: Partial<DockerRuntimeOptions> = {}): DockerRuntimeOptions => ({
   socket: w.engine.nodes[0]!.socket,
-  registryAuth: () => ({ username: "reader", password: w.cast.readerToken, serveraddress: w.registry }),
+  registryAuth: (ref) => {
+    // The caller is told which image, so it can mint a credential of that image's project.
+    if (!ref.startsWith(`${w.registry}/${w.cast.project.slug}/web@sha256:`)) throw new Error(`asked for credentials of ${ref}`);
+    return { username: "reader", password: w.cast.readerToken, serveraddress: w.registry };
+  },
   publish: { hostIp: w.engine.nodes[0]!.address },
   limits: { memoryMb: 256, pids: 128, tmpMb: 32 },
   graceMs: 2000,
@@ -157,7 +161,7 @@ await new Promise(() => {});
 `,
     );
     const o = options(w, { owner: "kept" });
-    const auth = o.registryAuth!();
+    const auth = o.registryAuth!(w.image.reference!);
     const ops = Bun.spawn([process.execPath, child], { env: { ...process.env, OPTS: JSON.stringify({ ...o, registryAuth: undefined, auth, image: w.image, secret }) }, stdout: "pipe", stderr: "inherit" });
     const reader = ops.stdout.getReader();
     const first = JSON.parse(new TextDecoder().decode((await reader.read()).value)) as ReplicaStatus;

@@ -7,11 +7,12 @@ import path from "node:path";
 import { isIP } from "node:net";
 import { Cron } from "croner";
 import { bool, ConfigError, deepFreeze, int, oneOf, parseListen, str, url, type Env } from "./config-values";
+import { ENGINE_VARIABLES, engineConfig, type EngineConfig } from "./config-engine";
 import { IMAGE_VARIABLES, imagesConfig, type ImagesConfig } from "./config-images";
 
 export { ConfigError } from "./config-values";
 
-export interface Config extends ImagesConfig {
+export interface Config extends EngineConfig, ImagesConfig {
   /** Folder holding ops.db, telemetry.db, blobs/, keys/, git/, run/. Absolute. */
   readonly dataDir: string;
   /** host:port the HTTP server binds. */
@@ -97,10 +98,6 @@ export interface Config extends ImagesConfig {
   readonly sandboxHostPorts: readonly number[];
   /** First host uid/gid of the per-project sandbox identities when ops is root. */
   readonly sandboxUidBase: number;
-  /** Which runtime runs services: supervised processes, or the Docker Engine on its socket. */
-  readonly runtime: "process" | "docker";
-  /** Docker Engine socket for `runtime: docker`. */
-  readonly dockerSocket: string;
   /**
    * Where `ops serve` keeps the ingress and the replicas (decision 0600): `process`, a data plane
    * of its own that outlives the control plane; `inline`, in the one process (they die with it).
@@ -197,8 +194,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   { name: "OPS_SANDBOX_ALLOW_CIDRS", default: "(none)", description: "Comma-separated CIDRs sandboxes may reach although private, link-local or the host's own" },
   { name: "OPS_SANDBOX_HOST_PORTS", default: "(none)", description: "Comma-separated ports of the host's loopback sandboxes may reach besides ops's own public port" },
   { name: "OPS_SANDBOX_UID_BASE", default: "200000", description: "First host uid/gid of the per-project sandbox identities when ops runs as root (one per project)" },
-  { name: "OPS_RUNTIME", default: "process", description: "Service runtime: process (supervised, sandboxed) or docker (Engine socket)" },
-  { name: "OPS_DOCKER_SOCKET", default: "/var/run/docker.sock", description: "Docker Engine socket for OPS_RUNTIME=docker" },
+  ...ENGINE_VARIABLES,
   { name: "OPS_DATA_PLANE", default: "process", description: "Where ops serve keeps replicas and the ingress: process, a data plane of their own (ops data-plane) that keeps serving while ops crashes or restarts; inline, in the one process (they die with it)" },
   { name: "OPS_DATA_PLANE_SPOOL_MB", default: "64", description: "Replica output the data plane keeps on disk (run/data-plane/spool) until ops has stored it, in MiB; past it the oldest is dropped and counted" },
   { name: "OPS_INGRESS_WORKERS", default: "0", description: "Ingress processes the data plane runs on the same listeners (SO_REUSEPORT, each with its share of the connection caps); 0 = one per core, at most 4" },
@@ -358,8 +354,7 @@ export function loadConfig(env: Env = process.env, overrides: Env = {}, cwd = pr
     sandboxAllowCidrs,
     sandboxHostPorts,
     sandboxUidBase: int(e, "OPS_SANDBOX_UID_BASE", 200_000, 1000, 4_000_000_000),
-    runtime: oneOf(e, "OPS_RUNTIME", ["process", "docker"] as const, "process"),
-    dockerSocket: path.resolve(cwd, str(e, "OPS_DOCKER_SOCKET") ?? "/var/run/docker.sock"),
+    ...engineConfig(e, cwd),
     dataPlane: oneOf(e, "OPS_DATA_PLANE", ["process", "inline"] as const, "process"),
     dataPlaneSpoolMb: int(e, "OPS_DATA_PLANE_SPOOL_MB", 64, 1, 1024 * 1024),
     ingressWorkers: int(e, "OPS_INGRESS_WORKERS", 0, 0, 64),

@@ -17,7 +17,7 @@
  * remounts /sys and hides the cgroup v1 mounts); its own mount namespace takes its mounts with it
  * when it dies. `stop()` removes everything by pid and by name and `leftovers()` says what is left.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { engineClient, type EngineClient } from "../../src/adapters/runtime/engine-api";
@@ -141,6 +141,20 @@ async function waitPing(socket: string, ms: number): Promise<void> {
   throw new Error(`dockerd on ${socket} did not answer within ${ms} ms`);
 }
 
+/** Live processes whose command line names `text`. */
+function processesNaming(text: string): number[] {
+  const out: number[] = [];
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(text) && alive(Number(pid))) out.push(Number(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -185,7 +199,11 @@ async function makeCluster(n: number, mode: "engine" | "swarm", opts: EngineClus
       return pid;
     },
     async restartDaemon(i) {
-      await startDaemon(nodes[i - 1]!);
+      const node = nodes[i - 1]!;
+      // Its containerd outlives a kill -9 for a moment; a dockerd started meanwhile gives up on it ("timeout waiting for containerd").
+      const config = `${node.dir}/exec/containerd/containerd.toml`;
+      await waitFor("the killed dockerd's containerd to end", () => !processesNaming(config).length, 30_000, 100);
+      await startDaemon(node);
     },
     stop: () => stopCluster(),
     leftovers,
@@ -194,12 +212,14 @@ async function makeCluster(n: number, mode: "engine" | "swarm", opts: EngineClus
   async function startDaemon(node: EngineNode): Promise<void> {
     const flags = [`--iptables=false`, `--ip-forward=false`, `--ip-masq=false`, ...(mode === "swarm" ? ["--bridge=none"] : []), `--storage-driver=vfs`];
     const dockerd = [DOCKERD, ...flags, "-H", `unix://${node.socket}`, "--data-root", `${node.dir}/data`, "--exec-root", `${node.dir}/exec`, "--pidfile", `${node.dir}/docker.pid`, "--config-file", `${node.dir}/daemon.json`];
+    const log = openSync(`${node.dir}/dockerd.log`, "a"); // appended to: a restart's lines follow the first run's
     const p = Bun.spawn(["nsenter", `--net=/run/netns/${node.netns}`, "unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", `hostname ${node.hostname}; exec ${dockerd.join(" ")}`], {
       stdin: "ignore",
-      stdout: Bun.file(`${node.dir}/dockerd.log`),
-      stderr: Bun.file(`${node.dir}/dockerd.log`),
+      stdout: log,
+      stderr: log,
       env: { PATH: SYSTEM_PATH },
     });
+    closeSync(log);
     p.unref();
     procs.set(p.pid, p);
     node.pid = p.pid; // nsenter, unshare and sh each exec the next: this is dockerd's pid
@@ -212,15 +232,7 @@ async function makeCluster(n: number, mode: "engine" | "swarm", opts: EngineClus
   }
 
   function leftovers(): Leftovers {
-    const processes: number[] = [];
-    for (const pid of readdirSync("/proc")) {
-      if (!/^\d+$/.test(pid)) continue;
-      try {
-        if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(base + "/") && alive(Number(pid))) processes.push(Number(pid));
-      } catch {
-        // gone meanwhile
-      }
-    }
+    const processes = processesNaming(base + "/");
     for (const pid of procs.keys()) if (alive(pid) && !processes.includes(pid)) processes.push(pid);
     const cgroups: string[] = [];
     for (const ctl of readdirSync("/sys/fs/cgroup")) {

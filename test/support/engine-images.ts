@@ -96,6 +96,7 @@ export function goApp(): Promise<Uint8Array> {
 /** A tar of a busybox root with `files` added (executable when they are bytes or sit under `app/`). */
 export async function busyboxTar(files: Record<string, string | Uint8Array>): Promise<Uint8Array> {
   const root = tempDir("ops-bbroot-");
+  chmodSync(root, 0o755); // the image's / (mkdtemp makes it 0700: no other user could enter it)
   for (const d of ["bin", "tmp", "etc", "proc", "sys", "dev", "www", "app"]) mkdirSync(path.join(root, d), { recursive: true });
   chmodSync(path.join(root, "tmp"), 0o1777);
   copyFileSync("/bin/busybox", path.join(root, "bin", "busybox"));

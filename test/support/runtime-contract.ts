@@ -57,10 +57,11 @@ export function runtimeContract(name: string, setup: (hooks: RuntimeHooks) => Pr
     test("start: starting, then running once its port accepts; status and list show it with its labels", async () => {
       const rid = id("web");
       const st = await start({ id: rid, labels: { service: "web", environment: "production" } });
-      expect(st.state).toBe("starting");
+      // An engine may see the app answer before start() returns; it never says running before it does.
+      expect(["starting", "running"]).toContain(st.state);
       expect(st.id).toBe(rid);
       const up = await running(rid);
-      expect(up.host).toBe(st.host);
+      if (s.runtime.kind !== "swarm") expect(up.host).toBe(st.host);
       expect(up.port).toBe(st.port);
       expect(up.labels).toMatchObject({ service: "web", environment: "production" });
       expect(up.restarts).toBe(0);
@@ -103,7 +104,7 @@ export function runtimeContract(name: string, setup: (hooks: RuntimeHooks) => Pr
       await s.runtime.stop(rid, 1000);
     });
 
-    test("a crash: crashed with its exit, then restarted (restarts + 1) on the same host and port", async () => {
+    test("a crash: crashed with its exit, then restarted (restarts + 1) on the same port, and host unless the engine places it anew (Swarm)", async () => {
       const rid = id("crash");
       const first = await running((await start({ id: rid, restart: { initialMs: 200 } })).id);
       expect(await get(first, "/crash")).toBe("bye");
@@ -113,7 +114,9 @@ export function runtimeContract(name: string, setup: (hooks: RuntimeHooks) => Pr
         const st = s.runtime.status(rid);
         return st?.state === "running" && st.restarts === 1 && st;
       });
-      expect([again.host, again.port]).toEqual([first.host, first.port]);
+      // Swarm schedules a restarted task like a new one: it may run on another node; its status says which.
+      expect(again.port).toBe(first.port);
+      if (s.runtime.kind !== "swarm") expect(again.host).toBe(first.host);
       expect(((await get(again)) as { greeting: string }).greeting).toBe("from-image");
       await s.runtime.stop(rid, 1000);
     });

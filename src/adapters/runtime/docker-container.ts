@@ -2,11 +2,12 @@
  * The Docker runtime's containers (docker.ts) as the Engine sees them: the create body a replica
  * or a one-off gets (its limits, its labels, its published port), the labels that let a later ops
  * find and take on the containers this one made, what their inspect says in the runtime's terms,
- * and whether the app in one listens yet.
+ * whether the app in one listens yet, and what the runtime keeps about each one it watches.
  */
 import { readFileSync } from "node:fs";
 import { constants } from "node:os";
-import type { ReplicaExit, ReplicaSpec, ReplicaState } from "./types";
+import type { SecretMasker } from "../../core/secret-mask";
+import type { ReplicaExit, ReplicaSpec, ReplicaState, ReplicaStatus } from "./types";
 
 /** Limits every container gets unless its spec says otherwise (ops's sandbox limits, DESIGN §6). */
 export interface DockerLimits {
@@ -226,4 +227,60 @@ export async function proxiedPortAnswers(host: string, port: number, holdMs = 30
       },
     }).catch(() => finish(false));
   });
+}
+
+/** A container the runtime watches: its replica, its state and where its output and readiness watch are. */
+export interface WatchedContainer {
+  id: string;
+  containerId: string;
+  containerPort: number;
+  status: ReplicaStatus;
+  mask: SecretMasker;
+  /** Bumped per run, so a stale readiness watch ends. */
+  generation: number;
+  /** The engine says its process runs (between a start and a die). */
+  up: boolean;
+  oom: boolean;
+  stopping: boolean;
+  logs: AbortController | null;
+  /** The timestamp of the last line handed on; a follow after a restart starts there. */
+  lastTs: string;
+  /** Output before this (unix seconds) is not followed: 0 for a container this ops started, the take-on's time for one it took on. */
+  since: number;
+  logsDone: Promise<void>;
+  queue: Promise<void>;
+}
+
+/** A container just started or taken on, `starting` until it listens. */
+export function watchedContainer(o: { id: string; containerId: string; containerPort: number; host: string; port: number; mask: SecretMasker; memoryMb: number | null; notEnforced: string[]; labels: Record<string, string> }): WatchedContainer {
+  return {
+    id: o.id,
+    containerId: o.containerId,
+    containerPort: o.containerPort,
+    mask: o.mask,
+    generation: 0,
+    up: false,
+    oom: false,
+    stopping: false,
+    logs: null,
+    lastTs: "",
+    since: 0,
+    logsDone: Promise.resolve(),
+    queue: Promise.resolve(),
+    status: {
+      id: o.id,
+      state: "starting",
+      host: o.host,
+      port: o.port,
+      netns: null,
+      pid: null,
+      restarts: 0,
+      startedAt: Date.now(),
+      lastExit: null,
+      nextRestartAt: null,
+      memory: { limitMb: o.memoryMb, enforced: true, how: o.memoryMb ? "docker" : null, reason: null },
+      notEnforced: o.notEnforced,
+      labels: { ...o.labels },
+    },
+  };
 }

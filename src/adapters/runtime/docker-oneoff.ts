@@ -10,7 +10,25 @@ import { secretMasker } from "../../core/secret-mask";
 import { exitOf, limitsText, memoryOf, oneOffBody, type ContainerInspect, type DockerLimits } from "./docker-container";
 import { RuntimeError, type OneOffResult, type OneOffSpec, type OutputStream, type RuntimeImage } from "./types";
 
-export type RegistryAuth = () => { username: string; password: string; serveraddress: string };
+/**
+ * What the engine presents to the registry: a user name and password, or a bearer token the
+ * registry issued (`registrytoken`, sent as it is: ops's own pull credentials, decision 0615).
+ */
+export interface RegistryCredentials {
+  username?: string;
+  password?: string;
+  registrytoken?: string;
+  serveraddress: string;
+}
+
+/** Credentials the engine presents to the registry for the image `ref` (its project's, short-lived). */
+export type RegistryAuth = (ref: string) => RegistryCredentials | Promise<RegistryCredentials>;
+
+/** The `X-Registry-Auth` header for `ref`: padded base64url JSON (the Engine pulls without credentials when it is unpadded). */
+export async function registryAuthHeader(registryAuth: RegistryAuth | undefined, ref: string): Promise<Record<string, string>> {
+  if (!registryAuth) return {};
+  return { "x-registry-auth": Buffer.from(JSON.stringify(await registryAuth(ref))).toString("base64").replace(/\+/g, "-").replace(/\//g, "_") };
+}
 
 /** `client` whose errors of reach name the setting that says where the engine is. */
 export function namedEngine(client: EngineClient, setting: string): EngineClient {
@@ -40,8 +58,7 @@ export async function pullImage(engine: EngineClient, image: RuntimeImage, regis
   );
   if (here) return ref;
   const at = ref.lastIndexOf("@");
-  // The Engine decodes X-Registry-Auth as padded base64url; unpadded, it pulls without credentials.
-  const auth: Record<string, string> = registryAuth ? { "x-registry-auth": Buffer.from(JSON.stringify(registryAuth())).toString("base64").replace(/\+/g, "-").replace(/\//g, "_") } : {};
+  const auth = await registryAuthHeader(registryAuth, ref);
   const res = await engine.call("POST", `/images/create?fromImage=${encodeURIComponent(ref.slice(0, at))}&tag=${encodeURIComponent(ref.slice(at + 1))}`, undefined, auth).catch((e: Error) => {
     throw new RuntimeError(`the Docker Engine could not pull ${ref}: ${e.message.replace(/^Docker Engine POST \S+: /, "")}`);
   });

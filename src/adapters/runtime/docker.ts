@@ -18,11 +18,12 @@
  * `takeOn()` finds the ones a previous ops left running and watches them again (logs from now),
  * `detach()` stops watching and leaves them running; only `stop`/`stopAll` stop them (decision 0610).
  */
+import { isIP } from "node:net";
 import { freeLoopbackPort } from "./process";
 import { engineClient, followEvents, followLogs, type EngineEndpoint } from "./engine-api";
-import { secretMasker, type SecretMasker } from "../../core/secret-mask";
-import { containerListens, exitOf, LABEL, limitsText, memoryOf, notEnforcedBy, proxiedPortAnswers, replicaBody, stateOf, takenOn, type ContainerInspect, type DockerLimits } from "./docker-container";
-import { namedEngine, pullImage, runOneOff } from "./docker-oneoff";
+import { secretMasker } from "../../core/secret-mask";
+import { containerListens, exitOf, LABEL, limitsText, memoryOf, notEnforcedBy, proxiedPortAnswers, replicaBody, stateOf, takenOn, watchedContainer, type ContainerInspect, type DockerLimits, type WatchedContainer as Container } from "./docker-container";
+import { namedEngine, pullImage, runOneOff, type RegistryAuth } from "./docker-oneoff";
 import { RuntimeError, type OutputStream, type ReplicaSpec, type ReplicaStatus, type Runtime, type RuntimeHooks } from "./types";
 
 export type { DockerLimits } from "./docker-container";
@@ -32,12 +33,15 @@ export interface DockerRuntimeOptions extends RuntimeHooks {
   socket?: string;
   /** The Engine API: a unix socket or tcp:// with TLS client certificates (OPS_DOCKER_HOST). */
   engine?: EngineEndpoint;
-  /** Credentials the engine presents to the registry the images come from. */
-  registryAuth?: () => { username: string; password: string; serveraddress: string };
+  /** Credentials the engine presents to ops's registry for an image reference (the image's project's, short-lived). */
+  registryAuth?: RegistryAuth;
   /** Default grace period of `stop` (10 s). */
   graceMs?: number;
   limits?: DockerLimits;
-  /** Where replicas' ports are published on the engine's host, and where the ingress reaches them (default 127.0.0.1 for both). */
+  /**
+   * Where replicas' ports are published on the engine's host, and where the ingress reaches them.
+   * Default: 127.0.0.1 for a local engine; for a tcp:// engine named by its IP address, that address.
+   */
   publish?: { hostIp: string; host?: string };
   /** Tells this ops's containers from another's on a shared engine (default "ops"). */
   owner?: string;
@@ -54,27 +58,6 @@ export interface DockerRuntime extends Runtime {
   attach(hooks: RuntimeHooks): void;
 }
 
-interface Container {
-  id: string;
-  containerId: string;
-  containerPort: number;
-  status: ReplicaStatus;
-  mask: SecretMasker;
-  /** Bumped per run, so a stale readiness watch ends. */
-  generation: number;
-  /** The engine says its process runs (between a start and a die). */
-  up: boolean;
-  oom: boolean;
-  stopping: boolean;
-  logs: AbortController | null;
-  /** The timestamp of the last line handed on; a follow after a restart starts there. */
-  lastTs: string;
-  /** Output before this (unix seconds) is not followed: 0 for a container this ops started, the take-on's time for one it took on. */
-  since: number;
-  logsDone: Promise<void>;
-  queue: Promise<void>;
-}
-
 export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
   const containers = new Map<string, Container>();
   const byContainer = new Map<string, Container>();
@@ -84,7 +67,8 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
   const owner = opts.owner ?? "ops";
   const limits = opts.limits ?? {};
   const graceDefault = opts.graceMs ?? 10_000;
-  const hostIp = opts.publish?.hostIp ?? "127.0.0.1";
+  const tcpHost = /^tcp:\/\/\[?([^\]]+?)\]?:\d+$/.exec(opts.engine?.host ?? "")?.[1];
+  const hostIp = opts.publish?.hostIp ?? (tcpHost && isIP(tcpHost) ? tcpHost : "127.0.0.1");
   const reachAt = opts.publish?.host ?? hostIp;
   let hooks: RuntimeHooks = opts;
   const held: Array<[string, OutputStream, string]> = [];
@@ -232,38 +216,8 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
     byContainer.delete(c.containerId);
   }
 
-  function newContainer(id: string, containerId: string, containerPort: number, port: number, masked: readonly string[], memoryMb: number | null, labels: Record<string, string>): Container {
-    return {
-      id,
-      containerId,
-      containerPort,
-      mask: secretMasker([...masked]),
-      generation: 0,
-      up: false,
-      oom: false,
-      stopping: false,
-      logs: null,
-      lastTs: "",
-      since: 0,
-      logsDone: Promise.resolve(),
-      queue: Promise.resolve(),
-      status: {
-        id,
-        state: "starting",
-        host: reachAt,
-        port,
-        netns: null,
-        pid: null,
-        restarts: 0,
-        startedAt: Date.now(),
-        lastExit: null,
-        nextRestartAt: null,
-        memory: { limitMb: memoryMb, enforced: true, how: memoryMb ? "docker" : null, reason: null },
-        notEnforced: notEnforcedBy(limits),
-        labels: { ...labels },
-      },
-    };
-  }
+  const newContainer = (id: string, containerId: string, containerPort: number, port: number, masked: readonly string[], memoryMb: number | null, labels: Record<string, string>): Container =>
+    watchedContainer({ id, containerId, containerPort, host: reachAt, port, mask: secretMasker([...masked]), memoryMb, notEnforced: notEnforcedBy(limits), labels });
 
   const pull = (image: ReplicaSpec["image"]) => pullImage(engine, image, opts.registryAuth);
 
@@ -347,6 +301,8 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
 
     async stopAll(graceMs) {
       await Promise.all([...containers.keys()].map((id) => runtime.stop(id, graceMs)));
+      events?.abort(); // the next start opens it again
+      events = null;
     },
 
     run(spec) {

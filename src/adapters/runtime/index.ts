@@ -1,6 +1,6 @@
 /**
  * The runtime of a Core, chosen by `core.config.runtime` (OPS_RUNTIME): supervised sandboxed
- * processes (default) or the Docker Engine. One per server, created on first use; its replicas are
+ * processes (default), one Docker Engine or a Docker Swarm (engines.ts). One per server, created on first use; its replicas are
  * stopped (SIGTERM, grace, SIGKILL) when the Core closes. `prepareImage` pulls an image out of the
  * embedded registry and unpacks it for the process runtime.
  */
@@ -11,7 +11,7 @@ import { readImage } from "../../domains/registries/service";
 import { createProcessRuntime } from "./process-runtime";
 import { projectIdentity, sandboxNetworkOf } from "../sandbox";
 import { defaultIdentity, sandboxDir } from "../sandbox/users";
-import { createDockerRuntime } from "./docker";
+import { engineRuntime, registryHost } from "./engines";
 import { unpackImage, type Refusal } from "./unpack";
 import { discardHandover, takeClaimedReplicas } from "./handover";
 import type { HandingOverRuntime, Runtime, RuntimeHandover, RuntimeHooks, RuntimeImage } from "./types";
@@ -66,7 +66,7 @@ export function runtimeOf(core: Core, hooks: RuntimeHooks = {}): Runtime {
     }
     return runtime;
   }
-  runtime = core.config.runtime === "docker" ? createDockerRuntime({ socket: core.config.dockerSocket, graceMs: core.config.shutdownGraceMs, ...hooks }) : processRuntime(core, hooks);
+  runtime = core.config.runtime === "process" ? processRuntime(core, hooks) : engineRuntime(core, hooks);
   core.locals.set(KEY, runtime);
   const r = runtime;
   // An engine keeps its containers running through a restart of ops (the next image takes them
@@ -91,6 +91,21 @@ export function adoptHandedOver(core: Core): void {
   const results = (runtime as HandingOverRuntime).adopt(claimed);
   for (const res of results) if (!res.adopted) core.log.warn("a replica did not survive the restart; its service starts again", { replica: res.id, reason: res.reason });
   core.log.info("replicas kept running across the restart", { adopted: results.filter((x) => x.adopted).map((x) => x.id) });
+}
+
+/**
+ * At start-up, on an engine runtime: watch again the replicas a previous ops left running on the
+ * engine (they outlive ops: a crash, a restart). Returns how many; 0 on the process runtime.
+ */
+export async function takeOnEngineReplicas(core: Core): Promise<number> {
+  const runtime = runtimeOf(core);
+  if (!("takeOn" in runtime)) return 0;
+  try {
+    return (await (runtime as Runtime & { takeOn(): Promise<unknown[]> }).takeOn()).length;
+  } catch (e) {
+    core.log.error("could not list the replicas kept on the engine; its services start again beside them", { err: (e as Error).message, setting: "OPS_DOCKER_HOST" });
+    return 0;
+  }
 }
 
 /**
@@ -131,7 +146,7 @@ export async function prepareImage(core: Core, repository: string, reference: st
   const pulled = await readImage(core, repository, reference);
   const image: RuntimeImage = { digest: pulled.digest, config: pulled.config };
   // The engine pulls from ops's registry itself (a plain-HTTP registry must be in its insecure-registries).
-  if (core.config.runtime === "docker") return { image: { ...image, reference: `${new URL(core.config.publicUrl).host}/${repository}@${pulled.digest}` }, refused: [] };
+  if (core.config.runtime !== "process") return { image: { ...image, reference: `${registryHost(core)}/${repository}@${pulled.digest}` }, refused: [] };
   const unpacked = await unpackImage(projectId ? projectImagesDir(core, projectId) : imagesDir(core), pulled.digest, pulled.layers);
   if (unpacked.refused.length > 0) core.log.warn("image entries refused while unpacking", { repository, digest: pulled.digest, refused: unpacked.refused.slice(0, 20), count: unpacked.refused.length });
   return { image: { ...image, root: unpacked.root }, refused: unpacked.refused };

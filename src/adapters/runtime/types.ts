@@ -58,6 +58,10 @@ export interface ReplicaSpec {
   /** Recorded with the replica: service, environment, project. */
   labels?: Record<string, string>;
   restart?: Partial<RestartPolicy>;
+  /** Swarm only: placement constraints (`node.labels.zone==eu`), passed through as they are. */
+  placement?: readonly string[];
+  /** Engines only: CPUs it may use (0.5 = half of one); null or omitted: no limit. */
+  cpus?: number | null;
 }
 
 /**
@@ -103,6 +107,8 @@ export interface ReplicaStatus {
   /** The limits the host could not enforce for it, each with the reason (DESIGN §6, Limits); empty when all hold. */
   notEnforced: string[];
   labels: Record<string, string>;
+  /** Swarm: the node its current task runs on (the log store's host), null until placed. */
+  node?: { id: string; name: string; addr: string; task: string } | null;
 }
 
 /** ops's own notes about a replica (started, crashed, restarting, not enforced…) use stream "ops". */
@@ -145,7 +151,13 @@ export interface OneOffResult {
 }
 
 export interface Runtime {
-  readonly kind: "process" | "docker";
+  readonly kind: "process" | "docker" | "swarm";
+  /**
+   * Engines with nodes (Swarm): whether `count` more replicas of this memory limit and placement fit
+   * beside those running (start-first), or the ones they replace must stop first (stop-first).
+   * Omitted: one host, always start-first.
+   */
+  room?(want: { memoryMb: number | null; placement: readonly string[] }, count: number): Promise<{ mode: "start-first" | "stop-first"; why: string }>;
   /** Start a replica; resolves once it was spawned (state starting). 409-style error for a live id. */
   start(spec: ReplicaSpec): Promise<ReplicaStatus>;
   status(id: string): ReplicaStatus | null;

@@ -69,6 +69,18 @@ function limitsOf(kind: RunKind, c: DoctorContext): Limit[] {
           { what: "/tmp and /dev/shm", text: "/tmp not sized (the Docker runtime leaves it on the container's layer)", check: null, set: false, fix },
         ];
       }
+      if (c.runtime === "swarm") {
+        // The swarm's nodes enforce them (src/adapters/runtime/swarm.ts, decision 0615), not this host.
+        const fix = "Swarm 20.10 cannot: OPS_RUNTIME=process runs them in ops's sandbox";
+        return [
+          { ...memory(c.replicaMemoryMb, "OPS_REPLICA_MEMORY_MB", true), check: null },
+          { ...pids, check: null },
+          { ...tmp, check: null },
+          readOnly,
+          { what: "no_new_privs", text: "Docker's seccomp profile; no_new_privs not set (a Swarm 20.10 service spec has no such field)", check: null, set: false, fix },
+          { what: "network isolation", text: "its project's overlay network; outbound traffic not filtered (a task reaches what its node reaches)", check: null, set: false, fix },
+        ];
+      }
       return [memory(c.replicaMemoryMb, "OPS_REPLICA_MEMORY_MB", true), pids, tmp, readOnly, seccomp, network];
     case "publish step":
       // `npm pack` and `cargo package` run in the native build sandbox, in the build's dir, with no dependency cache.

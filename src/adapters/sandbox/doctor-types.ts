@@ -34,7 +34,7 @@ export interface DoctorContext {
   /** `OPS_IMAGE_MAX_MB`. */
   imageMb: number;
   /** `OPS_RUNTIME`: who runs release steps and replicas (omitted: the process runtime). */
-  runtime?: "process" | "docker";
+  runtime?: "process" | "docker" | "swarm";
   /** Data directory (checks that need a place to write use it). */
   dataDir: string;
   /** The sandboxes' network settings (OPS_SANDBOX_NETWORK and friends). */

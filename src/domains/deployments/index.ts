@@ -6,7 +6,8 @@
  * Decisions: docs/decisions/0417-deployments.md and 0408-delivery-loop-shared-pieces.md.
  */
 import type { DomainModule } from "../../core/core";
-import { runtimeOf } from "../../adapters/runtime";
+import { runtimeOf, takeOnEngineReplicas } from "../../adapters/runtime";
+import { MASKED_OF_LOCAL, type MaskedOf } from "../../adapters/runtime/engines";
 import { deploymentsRoutes } from "./routes";
 import { ROLLOUT_ITEM } from "./record";
 import { runRollout } from "./rollout";
@@ -16,7 +17,7 @@ import { installResourceHooks } from "./hooks";
 import { recoverAfterRestart } from "./recover";
 import { flushServiceLogs, keepLine, ringStopped } from "./logs";
 import { scheduleStatusWrite } from "./status";
-import { rerouteIfMoved } from "./live";
+import { maskedOfReplica, rerouteIfMoved } from "./live";
 import { installBuildHandOff, settleBuildVerdicts } from "./builds";
 import { installImagePlacement } from "../registries/service";
 import { environmentsRunning } from "./service";
@@ -42,8 +43,8 @@ export const deploymentsModule: DomainModule = {
         if (!project || !status.labels.environment || !status.labels.service) return;
         const addr = { project, environment: status.labels.environment, service: status.labels.service };
         scheduleStatusWrite(core, addr);
-        // An engine that moved a replica (a node went down) routes it where it runs now.
-        if (status.state === "running") rerouteIfMoved(core, addr, status);
+        // An engine that moved a replica or lost its node: route where its replicas run now.
+        if (status.node !== undefined || status.state === "running") rerouteIfMoved(core, addr, status);
         // Back after a crash: probe now rather than at the next minute, so health and the status page follow.
         if (status.state === "running" && status.restarts > 0) void recordProbe(core, addr).catch((e) => core.log.warn("probe after a restart failed", { err: (e as Error).message }));
       },
@@ -51,7 +52,10 @@ export const deploymentsModule: DomainModule = {
     // After the replicas stopped (their last lines), before the log store's writer closes.
     core.onClose.push(() => flushServiceLogs(core));
   },
-  onServe(core) {
+  async onServe(core) {
+    // A kept Swarm service's secret values, for masking its output: its service's as they are now.
+    core.locals.set(MASKED_OF_LOCAL, ((labels) => maskedOfReplica(core, labels)) satisfies MaskedOf);
+    await takeOnEngineReplicas(core);
     recoverAfterRestart(core);
     settleBuildVerdicts(core);
   },

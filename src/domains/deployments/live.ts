@@ -106,6 +106,8 @@ export async function startReplicas(core: Core, addr: ServiceAddress, service: R
         env: env.env,
         masked: env.masked,
         memoryMb: spec.limits?.memory_mb ?? null,
+        cpus: spec.limits?.cpu ?? null,
+        placement: spec.placement?.constraints ?? [],
         containerPort: spec.port ?? 8080,
         labels: { project: addr.project.slug, project_id: addr.project.id, environment: addr.environment, service: addr.service, deployment: String(deploymentId) },
       };
@@ -116,6 +118,14 @@ export async function startReplicas(core: Core, addr: ServiceAddress, service: R
     throw e;
   }
   return started;
+}
+
+/** How a rollout of `count` replicas makes room on an engine with nodes (null: one host, start-first as always). */
+export async function rolloutRoom(core: Core, service: ResourceRow, count: number): Promise<{ mode: "start-first" | "stop-first"; why: string } | null> {
+  const runtime = runtimeOf(core);
+  if (!runtime.room) return null;
+  const spec = specOf<ServiceSpec>(service);
+  return runtime.room({ memoryMb: spec.limits?.memory_mb ?? null, placement: spec.placement?.constraints ?? [] }, count).catch((e: Error) => ({ mode: "start-first" as const, why: `the nodes could not be counted (${e.message}): the new replicas start beside the old ones` }));
 }
 
 /** Replica ids end in `-<seq>`: after `ops restart`, new ones count on from the kept ones' highest. */
@@ -130,9 +140,18 @@ export async function stopReplicas(core: Core, ids: readonly string[], graceMs =
   await Promise.all(ids.map((id) => runtime.stop(id, graceMs)));
 }
 
+/**
+ * Where the ingress reaches the replicas. A replica an engine placed on a node (`node`) that is not
+ * running there now (its node is down, Swarm is placing it again) is left out until it runs: a
+ * node that went away would hold requests until they time out. The process runtime's replicas
+ * stay in while they restart (the ingress tries another one).
+ */
 export function upstreamsOf(core: Core, ids: readonly string[]): Upstream[] {
   const runtime = runtimeOf(core);
-  return ids.map((id) => runtime.status(id)).filter((s): s is ReplicaStatus => s !== null).map((s) => ({ host: s.host, port: s.port, ...(s.netns ? { netns: s.netns } : {}) }));
+  return ids
+    .map((id) => runtime.status(id))
+    .filter((s): s is ReplicaStatus => s !== null && !(s.node !== undefined && s.state !== "running"))
+    .map((s) => ({ host: s.host, port: s.port, ...(s.netns ? { netns: s.netns } : {}) }));
 }
 
 /**
@@ -156,18 +175,37 @@ export function routeTo(core: Core, addr: ServiceAddress, replicaIds: readonly s
 }
 
 /**
- * A live replica that now answers somewhere else (an engine moved its task to another node, or
- * gave it another port): route the service to where its replicas are now. Nothing when the table
- * already says so, or when the replica is not one the service is routed to.
+ * A live replica that now answers somewhere else, or no longer answers (an engine moved its task to
+ * another node, gave it another port, or lost its node): route the service to where its replicas
+ * are now. Nothing when the table already says so, or when the replica is not one the service is
+ * routed to.
  */
-export function rerouteIfMoved(core: Core, addr: ServiceAddress, status: { id: string; host: string; port: number }): void {
+export function rerouteIfMoved(core: Core, addr: ServiceAddress, status: { id: string }): void {
   const live = liveOf(core, addr);
   if (!live || !live.replicaIds.includes(status.id)) return;
   const entry = ingressOf(core)
     .table()
     .find((e) => e.service.project === addr.project.slug && e.service.environment === addr.environment && e.service.service === addr.service);
-  if (!entry || entry.upstreams.some((u) => u.host === status.host && u.port === status.port)) return;
+  if (!entry) return;
+  const key = (u: Upstream) => `${u.host}:${u.port}`;
+  const now = new Set(upstreamsOf(core, live.replicaIds).map(key));
+  const was = new Set(entry.upstreams.map(key));
+  if (now.size === was.size && [...now].every((k) => was.has(k))) return;
   routeTo(core, addr, live.replicaIds);
+}
+
+/** A replica's secret values as its service's env gives them now (a Swarm service a new ops takes on), by its labels. */
+export function maskedOfReplica(core: Core, labels: Record<string, string>): string[] | null {
+  const project = labels.project_id ? core.access.findProjectById(labels.project_id) : null;
+  if (!project || !labels.environment || !labels.service) return null;
+  const addr = { project, environment: labels.environment, service: labels.service };
+  const row = serviceRow(core, addr);
+  if (!row) return null;
+  try {
+    return serviceEnv(core, addr, row).masked;
+  } catch {
+    return null; // sealed: its output is not followed rather than shown unmasked
+  }
 }
 
 /** Set the service's routes again from its domains, keeping its upstreams (a domain changed). */

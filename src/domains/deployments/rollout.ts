@@ -30,7 +30,7 @@ import { notify } from "../notifications/service";
 import { ingressOf } from "../../adapters/ingress";
 import { deployments, serviceRuns, type DeploymentRow } from "./tables";
 import { deploymentById, serviceKeyOf, serviceRun, shortDigest, type Rollout } from "./rows";
-import { imageFor, liveOf, routeTo, serviceEnv, serviceRow, setLive, startReplicas, stopReplicas, upstreamsOf, withServiceLock, type ServiceAddress } from "./live";
+import { imageFor, liveOf, rolloutRoom, routeTo, serviceEnv, serviceRow, setLive, startReplicas, stopReplicas, upstreamsOf, withServiceLock, type ServiceAddress } from "./live";
 import { probeReplicas } from "./probe";
 import { releaseSteps, runReleaseStep } from "./release";
 import { insertRollout, serviceLink } from "./record";
@@ -189,6 +189,7 @@ async function rollout(core: Core, addr: ServiceAddress, row: DeploymentRow): Pr
   writeServiceStatus(core, addr);
   let started: string[] = [];
   let image, env, post;
+  let room: Awaited<ReturnType<typeof rolloutRoom>> = null;
   try {
     image = await imageFor(core, addr, row.imageDigest);
     env = serviceEnv(core, addr, svc);
@@ -199,7 +200,17 @@ async function rollout(core: Core, addr: ServiceAddress, row: DeploymentRow): Pr
       const failed = await runReleaseStep(core, addr, svc, row.id, image, env, step);
       if (failed) return fail(core, addr, row, [], failed);
     }
-    setPhase(core, row.id, "starting", `starting ${wanted} replica${wanted === 1 ? "" : "s"} of ${digest}`);
+    room = await rolloutRoom(core, svc, wanted);
+    if (room) serviceNote(core, { projectId: addr.project.id, environment: addr.environment, service: addr.service }, "info", `deployment ${row.id}: ${room.mode}: ${room.why}`);
+    const old = liveOf(core, addr);
+    if (room?.mode === "stop-first" && old && old.replicaIds.length > 0) {
+      // No room beside them: the old replicas go first; a failed rollout brings the previous digest back.
+      setPhase(core, row.id, "draining", `stop-first: ${room.why}`);
+      routeTo(core, addr, []);
+      setLive(core, addr, old.deploymentId, old.digest, []);
+      await stopReplicas(core, old.replicaIds);
+    }
+    setPhase(core, row.id, "starting", `starting ${wanted} replica${wanted === 1 ? "" : "s"} of ${digest}${room ? ` (${room.mode})` : ""}`);
     started = (await startReplicas(core, addr, svc, row.id, image, env, wanted)).map((s) => s.id);
   } catch (e) {
     const msg = e instanceof OpsError || e instanceof Error ? e.message : String(e);
@@ -230,7 +241,7 @@ async function rollout(core: Core, addr: ServiceAddress, row: DeploymentRow): Pr
     const failed = await runReleaseStep(core, addr, svc, row.id, image, env, step);
     notes.push(failed ? `; ${failed} (post-deploy)` : `; post-deploy step ${step.name} ran`);
   }
-  await finishHealthy(core, addr, row, wanted, `${wanted} replica${wanted === 1 ? "" : "s"} of ${digest} serving${path ? ` (${path} healthy)` : ""}${notes.join("")}`);
+  await finishHealthy(core, addr, row, wanted, `${wanted} replica${wanted === 1 ? "" : "s"} of ${digest} serving${path ? ` (${path} healthy)` : ""}${room ? `; ${room.mode}` : ""}${notes.join("")}`);
 }
 
 /** The scheduler item's handler: run (or resume from the start) one deployment's rollout. */

@@ -7,7 +7,7 @@ export { findPackageByKey, claimPackage, releaseClaim, type PackageRow, type Ver
 export { projectPackages, projectImages, packageDetail, estatePackages } from "./shared/reads";
 export { isClaimRegistry, type ClaimRegistry, type Registry } from "./shared/names";
 export { registryService, tokenRealm } from "./oci/keys";
-export { issueRegistryToken } from "./oci/token";
+export { issueRegistryToken, issueRuntimePullToken } from "./oci/token";
 export { collectGarbage, GC_TASK } from "./shared/gc";
 export { readImage, parseImageConfig, hostArchitecture, type PulledImage, type ImageConfig, type ImageLayer } from "./oci/pull";
 export { pushImage, storedManifest, storedBlob, type ImagePush, type PushBlob, type PushedImage, type ManifestPusher } from "./oci/push";

@@ -11,4 +11,4 @@ export { rotateDatabasePassword, restoreRunbook, planeOf, planeName, PITR_TEXT }
 export { bucketDir, countBucket } from "./buckets";
 export { catalog } from "./catalog";
 export { markRestartRequired } from "./restart";
-export { TYPE_INFO, RESOURCE_TYPES, ENV_VAR_PATTERN, HOST_PATTERN, BASE_IMAGE_PATTERN, isResourceType, assertType, checkSpec, type ResourceType, type ServiceSpec, type JobSpec, type SecretGroupSpec } from "./specs";
+export { TYPE_INFO, RESOURCE_TYPES, ENV_VAR_PATTERN, HOST_PATTERN, BASE_IMAGE_PATTERN, PLACEMENT_PATTERN, isResourceType, assertType, checkSpec, type ResourceType, type ServiceSpec, type JobSpec, type SecretGroupSpec } from "./specs";

@@ -19,6 +19,9 @@ const COMPONENT = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
  */
 export const BASE_IMAGE_PATTERN = `^(?:[A-Za-z0-9.-]+(?::[0-9]{1,5})?/)?${COMPONENT}(?:/${COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(?:@sha256:[0-9a-f]{64})?|@sha256:[0-9a-f]{64})$`;
 
+/** A Swarm placement constraint: `node.<attribute>` or `engine.labels.<key>`, `==` or `!=`, a value (no spaces, no quotes). */
+export const PLACEMENT_PATTERN = "^(?:node\\.(?:id|hostname|role|platform\\.os|platform\\.arch|labels\\.[A-Za-z0-9_.-]+)|engine\\.labels\\.[A-Za-z0-9_.-]+)\\s*(?:==|!=)\\s*[A-Za-z0-9_.:/-]+$";
+
 const Limits = Type.Object(
   {
     cpu: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 256, description: "CPU cores (fractions allowed)" })),
@@ -60,6 +63,17 @@ export const ServiceSpec = Type.Object(
     replicas: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: "Instances to run (default 1; 0 = stopped)" })),
     env_group: Type.Optional(Type.Union([ResourceName("A secret-group of the same environment mounted as environment variables"), Type.Null()])),
     limits: Type.Optional(Limits),
+    placement: Type.Optional(
+      Type.Object(
+        {
+          constraints: Type.Array(Type.String({ pattern: PLACEMENT_PATTERN, maxLength: 256 }), {
+            maxItems: 32,
+            description: "Where its replicas may run on an engine with nodes (OPS_RUNTIME=swarm): Swarm constraints such as `node.labels.zone==eu`, `node.role!=manager`, `node.hostname==vm2`; every one must hold. The process and docker runtimes run on one host and ignore them",
+          }),
+        },
+        { additionalProperties: false, description: "Placement of its replicas on a Swarm's nodes (`[services.<name>.placement]` in ops.toml)" },
+      ),
+    ),
     status_page: Type.Optional(Type.Boolean({ description: "Show on the public status page (needs a health check)" })),
   },
   { additionalProperties: false },

@@ -6,7 +6,7 @@
  * (`services.web.bulid`), so a typo never passes silently. The builds domain reads a service's
  * build keys from the typed declaration exported here.
  */
-import { BASE_IMAGE_PATTERN, HOST_PATTERN } from "../resources/service";
+import { BASE_IMAGE_PATTERN, HOST_PATTERN, PLACEMENT_PATTERN } from "../resources/service";
 import type { DeclaredNames } from "./model";
 import { badRepoPath } from "./studio";
 
@@ -41,6 +41,8 @@ export interface ServiceDeclaration {
   dockerfile: string | null;
   /** The image a native build's image is based on, in ops's registry (decision 0620); null = none. */
   base: string | null;
+  /** `[services.<name>.placement] constraints`: where its replicas may run on a Swarm (null = anywhere). */
+  placement: { constraints: string[] } | null;
   /** The keys the file itself set (the rest are defaults). */
   keys: string[];
 }
@@ -133,11 +135,24 @@ function name(v: string, key: string): string {
   return v;
 }
 
+/** `[services.x.placement]`: `constraints`, Swarm's placement constraints, each checked. */
+function placementOf(v: unknown, at: string): { constraints: string[] } {
+  const t = table(v, at);
+  onlyKeys(t, ["constraints"], at);
+  const list = t.constraints === undefined ? [] : commands(t.constraints, `${at}.constraints`);
+  if (list.length > 32) throw new OpsTomlError(`${at}.constraints`, "at most 32 constraints");
+  const re = new RegExp(PLACEMENT_PATTERN);
+  list.forEach((c, i) => {
+    if (!re.test(c)) throw new OpsTomlError(`${at}.constraints[${i}]`, 'must be a Swarm constraint: node.labels.<key>, node.hostname, node.role, node.id, node.platform.os|arch or engine.labels.<key>, then == or !=, then a value (like "node.labels.zone==eu")');
+  });
+  return { constraints: list };
+}
+
 function parseService(n: string, v: unknown): ServiceDeclaration {
   const at = `services.${n}`;
   name(n, at);
   const t = table(v, at);
-  onlyKeys(t, ["build", "check", "start", "port", "health", "context", "output", "dockerfile", "base"], at);
+  onlyKeys(t, ["build", "check", "start", "port", "health", "context", "output", "dockerfile", "base", "placement"], at);
   const dockerfile = t.dockerfile === undefined ? null : relPath(t.dockerfile, `${at}.dockerfile`);
   const base = t.base === undefined ? null : baseImage(t.base, `${at}.base`);
   if (base !== null && dockerfile !== null) throw new OpsTomlError(`${at}.base`, "a Dockerfile names its base in FROM: give base with build/start, not with dockerfile");
@@ -156,6 +171,7 @@ function parseService(n: string, v: unknown): ServiceDeclaration {
     output: t.output === undefined ? "." : relPath(t.output, `${at}.output`),
     dockerfile,
     base,
+    placement: t.placement === undefined ? null : placementOf(t.placement, `${at}.placement`),
     keys: Object.keys(t),
   };
 }

@@ -98,6 +98,15 @@ address = "web.internal"
 `;
 
 describe("ops.toml", () => {
+  test("[services.x.placement] constraints: Swarm's constraints, each checked", () => {
+    const ok = parseOpsToml(`[services.web]\nstart = "./app"\n[services.web.placement]\nconstraints = ["node.labels.zone==eu", "node.role != manager", "engine.labels.disk==ssd"]\n`);
+    expect(ok.services[0]!.placement).toEqual({ constraints: ["node.labels.zone==eu", "node.role != manager", "engine.labels.disk==ssd"] });
+    for (const bad of ['"zone==eu"', '"node.labels.zone=eu"', '"node.labels.zone==eu; rm -rf /"', '"node.labels.zone==\\"eu\\""', "[1]"]) {
+      expect(() => parseOpsToml(`[services.web]\nstart = "./app"\n[services.web.placement]\nconstraints = [${bad}]\n`)).toThrow(/services\.web\.placement\.constraints/);
+    }
+    expect(() => parseOpsToml(`[services.web]\nstart = "./app"\n[services.web.placement]\nnodes = ["a"]\n`)).toThrow(/services\.web\.placement/);
+  });
+
   test("DESIGN §5's example parses into the typed declaration", () => {
     const d = parseOpsToml(EXAMPLE);
     expect(d.services[0]).toEqual({
@@ -111,6 +120,7 @@ describe("ops.toml", () => {
       output: ".",
       dockerfile: null,
       base: null,
+      placement: null,
       keys: ["build", "check", "start", "port", "health", "context", "output"],
     });
     expect(d.services[1]).toMatchObject({ name: "worker", dockerfile: "worker/Dockerfile", context: "worker", start: null, build: [], port: 8080 });

@@ -64,6 +64,7 @@ function desiredService(input: ReconcileInput, s: ServiceDeclaration, environmen
     source,
     port: s.keys.includes("port") ? s.port : current?.port,
     health_check_path: s.keys.includes("health") ? s.health : current?.health_check_path,
+    placement: s.placement ?? undefined,
     replicas: op.replicas ?? current?.replicas,
     limits: op.limits ?? current?.limits,
     env_group: op.env_group ?? current?.env_group,

@@ -167,3 +167,25 @@ export async function verifyRegistryToken(core: Core, jwt: string): Promise<Regi
     return null;
   }
 }
+
+/**
+ * A pull-only token of one repository for the nodes of an engine runtime (OPS_RUNTIME=docker or
+ * swarm, decision 0615): ops asks the engine to run an image it already verified, and the engine
+ * (every node Swarm may place the task on, now or after a node is lost) presents this to the
+ * registry as a bearer token. It grants `pull` on `repository` and nothing else, for `ttlSeconds`.
+ */
+export async function issueRuntimePullToken(core: Core, repository: string, ttlSeconds: number): Promise<string> {
+  const key = await issuerKey(core);
+  if (!key) throw new OpsError("unavailable", "No registry token issuer key is configured (keys/registry-token.pem).");
+  const now = Math.floor(core.clock.now() / 1000);
+  return new SignJWT({ access: [{ type: "repository", name: repository, actions: ["pull"] }], ops: { act: "runtime", via: "api-token", tok: null, denied: [] } })
+    .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: key.kid })
+    .setIssuer(registryIssuer(core))
+    .setSubject("ops-runtime")
+    .setAudience(registryService(core))
+    .setIssuedAt(now)
+    .setNotBefore(now)
+    .setExpirationTime(now + ttlSeconds)
+    .setJti(uuidv7(core.clock.now()))
+    .sign(key.privateKey);
+}
