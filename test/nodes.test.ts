@@ -16,6 +16,7 @@ import { pushApp } from "./deploy-fixtures";
 import { WallClock } from "./chromium";
 import { startSwarm, waitFor, type SwarmCluster } from "./support/engine-cluster";
 import { runCli } from "../src/main";
+import { call, connectHttp } from "./mcp-fixtures";
 
 setDefaultTimeout(120_000);
 
@@ -149,6 +150,29 @@ describe("the process runtime: this host and its replicas", () => {
     const denied = await cli(t, devToken, "nodes");
     expect(denied.code).not.toBe(0);
     expect(denied.err).toContain("estate.manage");
+  });
+
+  test("the MCP tool nodes_list: the same report for an estate admin; a developer's call is refused as the route refuses it", async () => {
+    const admin = await connectHttp(t, owner.session);
+    const member = await connectHttp(t, dev.session);
+    try {
+      const { tools } = await admin.listTools();
+      const tool = tools.find((x) => x.name === "nodes_list")!;
+      expect(tool.annotations?.readOnlyHint).toBe(true);
+      const r = await call(admin, "nodes_list");
+      expect(r.isError).toBeFalsy();
+      const got = r.structuredContent as unknown as Report;
+      expect(got.runtime).toBe("process");
+      expect(got.nodes[0]!.hostname).toBe(os.hostname());
+      expect(got.nodes[0]!.replicas.filter((x) => x.service === "web").length).toBe(2);
+      expect(r.content[0]!.text).toContain(`1 node (process): ${os.hostname()} standalone ready/active with`);
+      const denied = await call(member, "nodes_list");
+      expect(denied.isError).toBe(true);
+      expect(denied.content[0]!.text).toContain("estate.manage");
+    } finally {
+      await admin.close();
+      await member.close();
+    }
   });
 });
 

@@ -1,12 +1,12 @@
 /**
- * Delivery tools: builds, deploy, rollback and the timeline. Each is one route of the builds or
- * deployments domain, with that route's permission spec (a build's routes are evaluated in the
+ * Delivery tools: builds, deploy, rollback, the timeline and the nodes replicas run on. Each is one
+ * route of the builds or deployments domain, with that route's permission spec (a build's routes are evaluated in the
  * build's own environment, through the builds domain's `environmentOfBuild`, as the routes are).
  */
 import type { Core } from "../../core/core";
 import type { ResolveContext } from "../../core/authz/plugin";
 import { buildDetail, buildLog, cancelBuild, createBuild, environmentOfBuild, listBuilds, type BuildResponse } from "../builds/service";
-import { deployService, listTimeline, rollbackService } from "../deployments/service";
+import { deployService, listTimeline, nodesReport, rollbackService } from "../deployments/service";
 import { READS, changes, count, envOf, type ToolSpec } from "./tool-kit";
 
 const PROJECT = { slug: "project" };
@@ -113,4 +113,19 @@ export const DELIVERY_TOOLS: ToolSpec[] = [
     run: (c) => listTimeline(c.core, c.project, envOf(c), c.query.service || null, c.query.limit ?? 50),
     text: (r: Array<{ service: string; state_text: string }>, c) => `${count(r.length, "event")} in ${c.project.slug}/${envOf(c)}${r.length ? `; newest: ${r[0].service}: ${r[0].state_text}` : ""}.`,
   },
+  {
+    name: "nodes_list",
+    title: "List nodes",
+    description: "Where replicas run (estate admins): the Swarm's nodes (or the one Docker Engine, or this host) with role, state, availability, address, CPUs and memory, and ops's replicas on each; when the engine does not answer, `manager.error` says why.",
+    route: "GET /api/v1/admin/nodes",
+    permission: "estate.manage",
+    annotations: READS,
+    run: (c) => nodesReport(c.core),
+    text: (r: NodesReport) =>
+      r.manager?.error
+        ? `The ${r.runtime} engine: ${r.manager.error}`
+        : `${count(r.nodes.length, "node")} (${r.runtime}): ${r.nodes.map((n) => `${n.hostname} ${n.role} ${n.state}/${n.availability} with ${count(n.replicas.length, "replica")}`).join("; ")}.`,
+  },
 ];
+
+type NodesReport = Awaited<ReturnType<typeof nodesReport>>;
