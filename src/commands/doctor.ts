@@ -8,16 +8,21 @@ import { loadConfig } from "../core/config";
 import { runDoctor } from "../adapters/sandbox/doctor";
 import { limitsByKind, notEnforcedSummary } from "../adapters/sandbox/doctor-limits";
 import { askDataPlane, uptime } from "../dataplane/status";
+import { engineChecks, isSkipped, newestImageFor } from "../adapters/runtime/doctor-engine";
 import { EXIT, SERVER_FLAGS, envOverrides, type Command } from "./types";
 
 export const doctorCommand: Command = {
   name: "doctor",
   side: "server",
   summary: "Check what this host gives builds, job runs and replicas (sandbox, limits per kind of run)",
-  usage: "[--data-dir DIR] [--json]",
+  usage: "[--data-dir DIR] [--json] [--registry-token TOKEN]",
   description:
     "Runs each check the way a sandbox would (a real sandbox, real cgroups made and removed) and prints what holds and what does not, with how to fix it; then the limits of each kind of run (build, job run, release step, publish step, replica) and, last, what is not enforced. A limit this host cannot enforce is named here as well as in build logs, job run logs and service status. Exits 1 when anything does not hold.",
-  flags: { "data-dir": SERVER_FLAGS["data-dir"], json: { type: "boolean", description: "Print the checks and each kind of run's limits as JSON" } },
+  flags: {
+    "data-dir": SERVER_FLAGS["data-dir"],
+    json: { type: "boolean", description: "Print the checks and each kind of run's limits as JSON" },
+    "registry-token": { type: "string", value: "TOKEN", description: "OPS_RUNTIME=swarm: an ops token with packages.read, for the nodes' pull of the newest image it may read from ops's registry" },
+  },
   async run(ctx) {
     const config = loadConfig(ctx.env, envOverrides(ctx.flags, SERVER_FLAGS), ctx.cwd);
     const settings = {
@@ -35,6 +40,18 @@ export const doctorCommand: Command = {
       uidBase: config.sandboxUidBase,
     };
     const checks = await runDoctor(settings);
+    // The engine runtime's checks (src/adapters/runtime/doctor-engine.ts); the image comes from this data dir's registry.
+    const token = typeof ctx.flags["registry-token"] === "string" ? ctx.flags["registry-token"] : null;
+    const newestImage = async (t: string) => {
+      const [{ createCore, closeCore }, { accessModule }] = await Promise.all([import("../app"), import("../domains/access")]);
+      const core = createCore(config, { modules: [accessModule], logSink: () => {} });
+      try {
+        return newestImageFor(core, t);
+      } finally {
+        await closeCore(core);
+      }
+    };
+    checks.push(...(await engineChecks({ runtime: config.runtime, dockerHost: config.dockerHost, dockerTls: config.dockerTls, publicUrl: config.publicUrl, registryToken: token, newestImage })));
     const kinds = limitsByKind(settings, checks);
     const all = [...checks, ...kinds.map(({ notEnforced: _, ...k }) => k)];
     // The processes serving this data dir (decision 0600): what is so, not a check of the host.
@@ -46,7 +63,7 @@ export const doctorCommand: Command = {
       ctx.stdout(`processes (data dir ${config.dataDir}):\n`);
       for (const p of processes) ctx.stdout(`      ${p.part}: ${processLine(p)}\n`);
       const line = (c: (typeof all)[number]) => {
-        ctx.stdout(`${c.ok ? "ok  " : "FAIL"}  ${c.name}: ${c.detail}\n`);
+        ctx.stdout(`${c.ok ? (isSkipped(c) ? "skip" : "ok  ") : "FAIL"}  ${c.name}: ${c.detail}\n`);
         if (c.fix) ctx.stdout(`      fix: ${c.fix}\n`);
       };
       checks.forEach(line);

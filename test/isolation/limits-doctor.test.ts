@@ -82,7 +82,9 @@ describe("ops doctor", () => {
     const r = doctor([], { OPS_RUNTIME: "docker" });
     expect(r.code).toBe(1);
     expect(r.out).toContain("FAIL  replica limits: memory 512 MiB (OPS_REPLICA_MEMORY_MB, unless limits.memory_mb says otherwise); no process limit (the Docker runtime sets none); /tmp not sized (the Docker runtime leaves it on the container's layer)");
-    expect(r.out.trim().split("\n").at(-1)).toBe("2 of 15 checks do not hold; NOT enforced: processes (release step, replica); /tmp and /dev/shm (release step, replica)");
+    // No engine answers at the default socket here: the engine API check (src/adapters/runtime/doctor-engine.ts) says so.
+    expect(r.out).toContain("FAIL  engine API: the Docker Engine API does not answer at OPS_DOCKER_HOST=unix:///var/run/docker.sock");
+    expect(r.out.trim().split("\n").at(-1)).toBe("3 of 16 checks do not hold; NOT enforced: processes (release step, replica); /tmp and /dev/shm (release step, replica)");
   });
 });
 
