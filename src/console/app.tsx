@@ -14,6 +14,7 @@ import { ProjectFrame } from "./project-frame";
 import { OperatorsPage } from "./screens/operators";
 import { NotificationsPage } from "./screens/notifications";
 import { StatusAdminPage } from "./screens/status-admin";
+import { NodesPage } from "./screens/nodes";
 import { CliPage } from "./screens/cli";
 import { accessOf } from "./access";
 
@@ -31,6 +32,7 @@ const TITLES: Record<string, string> = {
   "/operators": "Operators",
   "/notifications": "Notifications",
   "/status/admin": "Status administration",
+  "/nodes": "Nodes",
   "/cli": "CLI",
 };
 
@@ -108,6 +110,7 @@ export function App() {
   else if (loc.path === "/operators") screen = <OperatorsPage me={me} />;
   else if (loc.path === "/notifications") screen = <NotificationsPage onRead={() => void countUnread()} />;
   else if (loc.path === "/status/admin") screen = <StatusAdminPage me={me} />;
+  else if (loc.path === "/nodes") screen = <NodesPage me={me} />;
   else if (loc.path === "/cli") screen = <CliPage me={me} />;
   else if (loc.path.startsWith("/projects/"))
     screen = <ProjectFrame me={me} segments={loc.path.slice("/projects/".length).split("/").filter(Boolean).map(decodeURIComponent)} query={loc.query} />;
@@ -133,6 +136,7 @@ export function App() {
           {me && <Link href="/cli">CLI</Link>}
           {estate?.can("operators.manage", null) && <Link href="/operators">Operators</Link>}
           {estate?.can("estate.manage", null) && <Link href="/status/admin">Status admin</Link>}
+          {estate?.can("estate.manage", null) && <Link href="/nodes">Nodes</Link>}
           {me && <Link href="/device">Connect a device</Link>}
           {me && <Link href="/account">Account</Link>}
         </nav>

@@ -8,7 +8,7 @@ import type { Core, DomainModule } from "../core/core";
 import { authzPlugin } from "../core/authz/plugin";
 import { consoleAssets } from "./bundle";
 
-export const CONSOLE_PATHS = ["/", "/sign-in", "/device", "/status", "/status/admin", "/account", "/projects", "/projects/*", "/operators", "/notifications", "/cli"] as const;
+export const CONSOLE_PATHS = ["/", "/sign-in", "/device", "/status", "/status/admin", "/account", "/projects", "/projects/*", "/operators", "/notifications", "/cli", "/nodes"] as const;
 
 const SECURITY_HEADERS: Record<string, string> = {
   "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",

@@ -1,8 +1,8 @@
 /**
  * A service's page (`/projects/<slug>/deployments/<service>?environment=…`): its health, the
- * digest it runs and its replicas (state, port, restarts, last exit), deploy — a build of the
- * service, the newest pushed image, or a digest — and rollback, each behind a confirmation, and
- * the service's timeline. While a rollout is in flight the page reads the service again every
+ * digest it runs and its replicas (state, the node each runs on when on a Swarm, port, restarts,
+ * last exit), deploy — a build of the service, the newest pushed image, or a digest — and
+ * rollback, each behind a confirmation, and the service's timeline. While a rollout is in flight the page reads the service again every
  * two seconds.
  */
 import { useEffect, useState } from "preact/hooks";
@@ -152,6 +152,8 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
   }
 
   const d = svc?.status.detail ?? {};
+  // A Node column only where replicas run on nodes (a Swarm): one host needs none.
+  const onNodes = (d.replicas ?? []).some((r) => !!r.node);
   return (
     <section aria-labelledby="service-title">
       <h2 id="service-title">
@@ -204,12 +206,13 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
           </dl>
 
           {(d.replicas ?? []).length > 0 && (
-            <table class="replicas">
+            <table class={onNodes ? "replicas with-nodes" : "replicas"}>
               <caption class="visually-hidden">Replicas</caption>
               <thead>
                 <tr>
                   <th scope="col">Replica</th>
                   <th scope="col">State</th>
+                  {onNodes && <th scope="col">Node</th>}
                   <th scope="col">Port</th>
                   <th scope="col">Restarts</th>
                   <th scope="col">Last exit</th>
@@ -225,6 +228,7 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
                     <td>
                       <span class={`badge badge-${r.state === "running" ? "operational" : r.state === "crashed" ? "down" : "degraded"}`}>{r.state}</span>
                     </td>
+                    {onNodes && <td title={r.node ? `${r.node.name} at ${r.host ?? r.node.addr}` : undefined}>{r.node ? <>{r.node.name} <span class="muted">{r.host ?? r.node.addr}</span></> : "–"}</td>}
                     <td>{r.port}</td>
                     <td>{r.restarts}</td>
                     <td>{r.last_exit ? `${r.last_exit.oom_killed ? "out of memory" : r.last_exit.signal ?? `code ${r.last_exit.code}`}, ${when(r.last_exit.at)}` : "—"}</td>

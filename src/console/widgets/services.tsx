@@ -13,6 +13,10 @@ export interface ReplicaInfo {
   last_exit: { code: number | null; signal: string | null; oom_killed: boolean; at: string | null } | null;
   next_restart_at: string | null;
   memory: { limit_mb: number | null; enforced: boolean; reason: string | null };
+  /** Where the ingress reaches it. */
+  host?: string;
+  /** Swarm: the node its task runs on; null elsewhere or until placed. */
+  node?: { name: string; addr: string } | null;
 }
 
 export interface ServiceInfo {
