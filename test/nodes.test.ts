@@ -1,7 +1,8 @@
 /**
  * Where replicas run (`GET /api/v1/admin/nodes`, `ops nodes`, `ops status`, the MCP tool
  * `nodes_list`): on the process runtime this host with a real deployed replica, which the service's
- * status also places (`host`, `node`); on a real three-node Swarm of Debian's dockerd 20.10
+ * status also places (`host`, `node`); on one real Docker Engine that engine and the containers
+ * labelled as ops's replicas; on a real three-node Swarm of Debian's dockerd 20.10
  * (test/support/engine-cluster.ts) the manager's nodes with their roles and addresses, a service
  * made on the manager with ops's labels shown on the node its task runs on, a drained node, and a
  * worker whose dockerd was killed reported down; an engine that does not answer is a 200 that says
@@ -14,7 +15,7 @@ import { createTestApp, expectStatus, freePort, tempDir, type TestApp } from "./
 import { makeOwner, makePerson, makeProject, mintToken, type Person } from "./fixtures";
 import { pushApp } from "./deploy-fixtures";
 import { WallClock } from "./chromium";
-import { startSwarm, waitFor, type SwarmCluster } from "./support/engine-cluster";
+import { startEngine, startSwarm, waitFor, type EngineCluster, type SwarmCluster } from "./support/engine-cluster";
 import { runCli } from "../src/main";
 import { call, connectHttp } from "./mcp-fixtures";
 
@@ -196,6 +197,39 @@ describe("an engine that does not answer", () => {
       }
     });
   }
+});
+
+describe("one Docker Engine (OPS_RUNTIME=docker)", () => {
+  let engine: EngineCluster;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    engine = await startEngine();
+    await engine.importImage("nodes-bb:1", { cmd: ["/bin/sleep", "3600"] });
+    t = await createTestApp({ env: { OPS_RUNTIME: "docker", OPS_DOCKER_HOST: `unix://${engine.nodes[0]!.socket}` } });
+  }, 180_000);
+
+  afterAll(async () => {
+    await t?.close();
+    if (engine) expect(await engine.stop()).toEqual({ processes: [], netns: [], links: [], mounts: [], cgroups: [], dir: false });
+  }, 120_000);
+
+  test("the engine as one standalone node with its version, CPUs and memory, and the containers labelled as ops's replicas", async () => {
+    const labels = { "dev.ops.owner": "nodes-test", "dev.ops.replica": "shop.staging.worker.4-1", "dev.ops.label.project": "shop", "dev.ops.label.environment": "staging", "dev.ops.label.service": "worker", "dev.ops.label.deployment": "4" };
+    await engine.docker(1, ["run", "-d", "--name", "ops-nodes-worker", "--network", "none", ...Object.entries(labels).flatMap(([k, v]) => ["--label", `${k}=${v}`]), "nodes-bb:1"]);
+    await engine.docker(1, ["run", "-d", "--name", "not-ops", "--network", "none", "nodes-bb:1"]);
+    const owner = await makeOwner(t);
+    const r = await report(t, owner);
+    expect(r.runtime).toBe("docker");
+    expect(r.manager).toMatchObject({ endpoint: `unix://${engine.nodes[0]!.socket}`, reachable: true, error: null, swarm_state: "inactive", is_manager: false });
+    expect(r.nodes.length).toBe(1);
+    const [node] = r.nodes;
+    expect(node).toMatchObject({ hostname: engine.nodes[0]!.hostname, role: "standalone", state: "ready", availability: "active" });
+    expect(node!.engine_version).toMatch(/^20\.10/);
+    expect(node!.cpus).toBeGreaterThan(0);
+    expect(node!.memory_mb).toBeGreaterThan(0);
+    expect(node!.replicas).toEqual([{ id: "shop.staging.worker.4-1", project: "shop", environment: "staging", service: "worker", deployment: "4", task_id: null, task_state: "running", port: null }]);
+  }, 60_000);
 });
 
 describe("a real three-node Swarm", () => {
