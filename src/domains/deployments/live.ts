@@ -141,16 +141,16 @@ export async function stopReplicas(core: Core, ids: readonly string[], graceMs =
 }
 
 /**
- * Where the ingress reaches the replicas. A replica an engine placed on a node (`node`) that is not
- * running there now (its node is down, Swarm is placing it again) is left out until it runs: a
- * node that went away would hold requests until they time out. The process runtime's replicas
- * stay in while they restart (the ingress tries another one).
+ * Where the ingress reaches the replicas. A replica an engine placed on a node (`node`) that
+ * crashed there (its node is down: Swarm places it again) is left out until it starts anew: a node
+ * that went away would hold requests until they time out. The process runtime's replicas stay in
+ * while they restart (the ingress tries another one).
  */
 export function upstreamsOf(core: Core, ids: readonly string[]): Upstream[] {
   const runtime = runtimeOf(core);
   return ids
     .map((id) => runtime.status(id))
-    .filter((s): s is ReplicaStatus => s !== null && !(s.node !== undefined && s.state !== "running"))
+    .filter((s): s is ReplicaStatus => s !== null && !(s.node !== undefined && (s.state === "crashed" || s.state === "stopped")))
     .map((s) => ({ host: s.host, port: s.port, ...(s.netns ? { netns: s.netns } : {}) }));
 }
 
