@@ -158,6 +158,7 @@ describe("push to deploy", () => {
     stop = true;
     await loop;
     expect(row.state).toBe("healthy");
+    console.log(`deploy-e2e: v2 rolled out (build excluded) in ${Date.parse(row.deployment.finished_at) - Date.parse(row.deployment.created_at)} ms on the process runtime, ${count} requests, ${failures.length} failed`);
     expect(failures).toEqual([]);
     expect([...seen].sort()).toEqual(["v1", "v2"]);
     expect(await answer()).toBe("200 v2");
