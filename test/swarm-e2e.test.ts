@@ -20,6 +20,7 @@ import { freePort, tempDir } from "./harness";
 import { cloneUrl, git, workDir } from "./sources-git-helpers";
 import { startSwarm, waitFor, type SwarmCluster } from "./support/engine-cluster";
 import { busyboxRoot, pushLayout, writeLayout } from "./support/base-images";
+import { runCli } from "../src/main";
 
 setDefaultTimeout(240_000);
 
@@ -205,6 +206,20 @@ describe("push to deploy on a Swarm", () => {
     expect(new Set(reps.map((r) => r.node?.name)).size).toBe(2);
     for (const r of reps) expect(r.host).toBe(nodes.get(r.node!.name)!);
     expect(await answer()).toBe("200 v1");
+    // Each task's output reaches the log store with its node and task: `<node>/<replica>/<task>`.
+    const logs = await until("the replicas' output in the log store", async () => {
+      const entries = await api<Array<{ host: string; message: string }>>("GET", "/api/v1/obs/logs?project=shop&service=web&environment=production&limit=200");
+      return reps.every((r) => entries.some((e) => e.host.startsWith(`${r.node!.name}/${r.id}/`))) && entries;
+    }, 30_000);
+    expect(logs.find((e) => e.host.startsWith(`${reps[0]!.node!.name}/`))!.host).toMatch(/^[^/]+\/shop\.production\.web\.[0-9-]+\/[0-9a-z]{12}$/);
+    // `ops status` and `ops nodes` say where they run.
+    let out = "";
+    const env = { OPS_SERVER: server!.base, OPS_TOKEN: token };
+    expect(await runCli(["status", "--project", "shop", "web"], { stdout: (x) => (out += x), stderr: (x) => (out += x), env, cwd: root })).toBe(0);
+    for (const r of reps) expect(out).toContain(r.node!.name);
+    out = "";
+    expect(await runCli(["nodes"], { stdout: (x) => (out += x), stderr: (x) => (out += x), env, cwd: root })).toBe(0);
+    for (const n of swarm.nodes) expect(out).toContain(n.hostname);
     console.log(`swarm-e2e: swarm and ops up, then push → v1 serving on 2 nodes in ${Math.round((performance.now() - pushed) / 1000)} s (${Math.round((pushed - t0) / 1000)} s of set-up before)`);
   });
 

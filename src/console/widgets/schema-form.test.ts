@@ -11,7 +11,7 @@ import { draftOf, problemsOf, specOf, type JsonSchema } from "./schema-form";
 const schemaOf = (type: string) => catalog().find((c) => c.type === type)!.schema as JsonSchema;
 
 const EXAMPLES: Record<string, unknown> = {
-  service: { source: { repo: "acme/web", branch: "main" }, port: 3000, replicas: 2, env_group: "web-env", limits: { cpu: 0.5, memory_mb: 256 }, status_page: true, health_check_path: "/healthz" },
+  service: { source: { repo: "acme/web", branch: "main" }, port: 3000, replicas: 2, env_group: "web-env", limits: { cpu: 0.5, memory_mb: 256 }, status_page: true, health_check_path: "/healthz", placement: { constraints: ["node.labels.zone==eu", "node.role!=manager"] } },
   database: { engine: "postgres", size: "medium", service: "web", variable: "PG_URL" },
   bucket: { backend: "s3", endpoint: "https://s3.example.com", bucket: "uploads", public: false },
   job: { command: "echo hi", schedule: "0 3 * * *", timeout_secs: 60 },

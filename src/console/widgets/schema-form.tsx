@@ -73,7 +73,9 @@ export function specOf(schema: JsonSchema, draft: Draft, required = true): unkno
       const v = specOf(sub, d[k], (s.required ?? []).includes(k));
       if (v !== undefined) out[k] = v;
     }
-    return Object.keys(out).length === 0 && !required ? undefined : out;
+    // An optional object holding nothing but empty lists (its required lists included) was left untouched.
+    const untouched = Object.values(out).every((v) => Array.isArray(v) && v.length === 0);
+    return untouched && !required ? undefined : out;
   }
   if (s.type === "array") {
     if (s.items?.type === "object") {

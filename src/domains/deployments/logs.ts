@@ -56,7 +56,9 @@ export function keepLine(core: Core, replica: string, labels: Record<string, str
   const at = writtenAt ?? core.clock.now();
   ring.lines.push({ at, replica, stream, line });
   if (ring.lines.length > RING_LINES) ring.lines.splice(0, ring.lines.length - RING_LINES);
-  if (ring.projectId) toStore(core, { project: ring.projectId, environment: ring.environment, service: ring.service, level: stream === "stderr" ? "warn" : "info", message: line, target: stream, timestamp: at, host: replica });
+  // On a Swarm the line's host says where it ran: `<node>/<replica>/<task>` (the task id's first 12, as docker shows it).
+  const host = labels?.node && labels.task ? `${labels.node}/${replica}/${labels.task.slice(0, 12)}` : replica;
+  if (ring.projectId) toStore(core, { project: ring.projectId, environment: ring.environment, service: ring.service, level: stream === "stderr" ? "warn" : "info", message: line, target: stream, timestamp: at, host });
 }
 
 /**
