@@ -51,7 +51,8 @@ function block(recipe: string, file: string): string {
 function app(version: string, healthy = true): Record<string, string> {
   const main = block("Go", "main.go")
     .replace('w.Write([]byte("hello from go"))', `w.Write([]byte("${version}"))`)
-    .replace('w.Write([]byte("ok"))', healthy ? 'w.Write([]byte("ok"))' : 'w.WriteHeader(500); w.Write([]byte("sick"))');
+    .replace('w.Write([]byte("ok"))', healthy ? 'w.Write([]byte("ok"))' : 'w.WriteHeader(500); w.Write([]byte("sick"))')
+    .replace("\tif err := http.ListenAndServe", `\tos.Stdout.WriteString("${version} listening on " + os.Getenv("PORT") + "\\n")\n\tif err := http.ListenAndServe`);
   const toml = block("A static Go app on a bare engine", "ops.toml").replace("[services.api]", "[services.web]");
   return { "ops.toml": toml, "go.mod": block("Go", "go.mod"), "main.go": main };
 }
@@ -209,16 +210,18 @@ describe("push to deploy on a Swarm", () => {
     // Each task's output reaches the log store with its node and task: `<node>/<replica>/<task>`.
     const logs = await until("the replicas' output in the log store", async () => {
       const entries = await api<Array<{ host: string; message: string }>>("GET", "/api/v1/obs/logs?project=shop&service=web&environment=production&limit=200");
-      return reps.every((r) => entries.some((e) => e.host.startsWith(`${r.node!.name}/${r.id}/`))) && entries;
+      return reps.every((r) => entries.some((e) => e.host.startsWith(`${r.node!.name}/${r.id}/`) && e.message === "v1 listening on 8080")) && entries;
     }, 30_000);
     expect(logs.find((e) => e.host.startsWith(`${reps[0]!.node!.name}/`))!.host).toMatch(/^[^/]+\/shop\.production\.web\.[0-9-]+\/[0-9a-z]{12}$/);
     // `ops status` and `ops nodes` say where they run.
     let out = "";
-    const env = { OPS_SERVER: server!.base, OPS_TOKEN: token };
-    expect(await runCli(["status", "--project", "shop", "web"], { stdout: (x) => (out += x), stderr: (x) => (out += x), env, cwd: root })).toBe(0);
+    const env = { OPS_SERVER: server!.base, OPS_TOKEN: token, HOME: root };
+    const code = await runCli(["status", "--project", "shop", "web"], { stdout: (x) => (out += x), stderr: (x) => (out += x), env, cwd: root });
+    expect({ code, out }).toMatchObject({ code: 0 });
     for (const r of reps) expect(out).toContain(r.node!.name);
     out = "";
-    expect(await runCli(["nodes"], { stdout: (x) => (out += x), stderr: (x) => (out += x), env, cwd: root })).toBe(0);
+    const nodesCode = await runCli(["nodes"], { stdout: (x) => (out += x), stderr: (x) => (out += x), env, cwd: root });
+    expect({ code: nodesCode, out }).toMatchObject({ code: 0 });
     for (const n of swarm.nodes) expect(out).toContain(n.hostname);
     console.log(`swarm-e2e: swarm and ops up, then push → v1 serving on 2 nodes in ${Math.round((performance.now() - pushed) / 1000)} s (${Math.round((pushed - t0) / 1000)} s of set-up before)`);
   });
