@@ -18,6 +18,7 @@ import { busyboxTar } from "./support/engine-images";
 import { freeLoopbackPort } from "../src/adapters/runtime/process";
 import { engineChecks, ENGINE_CHECK, isSkipped, newestImageFor, type EngineDoctorSettings } from "../src/adapters/runtime/doctor-engine";
 import type { DoctorCheck } from "../src/adapters/sandbox/doctor-types";
+import { issueRuntimePullToken } from "../src/domains/registries/service";
 
 const MAIN = path.resolve(import.meta.dir, "../src/main.ts");
 
@@ -129,6 +130,27 @@ describe("ops doctor: the engine API (no engine needed)", () => {
 });
 
 describe("ops doctor: a real three-node swarm", () => {
+  test("without a token, each node pulls with the pull-only credential ops gives the runtime (signed with the data dir's registry key); one for another repository pulls nothing", async () => {
+    const w = await setUp();
+    // First (no node holds the image yet): a credential of another repository is refused by the registry.
+    const wrong = await engineChecks(settings(w, { registryToken: null, runtimePullToken: () => issueRuntimePullToken(w.t.core, "another/repo", 300) }));
+    for (const n of w.swarm.nodes) expect(byName(wrong, ENGINE_CHECK.pull(n.hostname)).ok).toBe(false);
+    const asked: string[] = [];
+    const checks = await engineChecks(
+      settings(w, {
+        registryToken: null,
+        runtimePullToken: (repository) => {
+          asked.push(repository);
+          return issueRuntimePullToken(w.t.core, repository, 300);
+        },
+      }),
+    );
+    expect(asked).toEqual([`${w.cast.project.slug}/web`]);
+    const ref = `${w.registry}/${w.cast.project.slug}/web@${w.digest}`;
+    for (const n of w.swarm.nodes) expect(byName(checks, ENGINE_CHECK.pull(n.hostname))).toMatchObject({ ok: true, detail: expect.stringContaining(`had ${ref} to run`) });
+    expect(await doctorServices(w)).toEqual([]);
+  }, 240_000);
+
   test("every check holds: the engine, the manager, three nodes ready, and each node pulls the newest image from ops's registry; the doctor's service is removed", async () => {
     const w = await setUp();
     const t0 = performance.now();
@@ -154,8 +176,8 @@ describe("ops doctor: a real three-node swarm", () => {
     const noToken = await engineChecks(settings(w, { registryToken: null }));
     const skipped = byName(noToken, ENGINE_CHECK.registry);
     expect(isSkipped(skipped)).toBe(true);
-    expect(skipped.detail).toContain("needs an ops token that may pull an image");
-    expect(skipped.fix).toStartWith("ops doctor --registry-token");
+    expect(skipped.detail).toContain("needs a credential that may pull an image");
+    expect(skipped.fix).toContain("ops doctor --registry-token");
     const outsider = await engineChecks(settings(w, { registryToken: w.cast.outsiderToken }));
     const none = byName(outsider, ENGINE_CHECK.registry);
     expect(isSkipped(none)).toBe(true);
@@ -193,7 +215,7 @@ describe("ops doctor: a real three-node swarm", () => {
     expect(checks[1]!.fix).toContain("point OPS_DOCKER_HOST at a manager");
   }, 60_000);
 
-  test("`ops doctor --registry-token` on the app's data dir: the engine checks hold, printed after the sandbox's", async () => {
+  test("`ops doctor` on the app's data dir, with --registry-token and without: the engine checks hold, printed after the sandbox's", async () => {
     const w = await setUp();
     const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", OPS_DATA_DIR: w.t.dataDir, OPS_PUBLIC_URL: `http://${w.registry}`, OPS_RUNTIME: "swarm", OPS_DOCKER_HOST: `unix://${w.swarm.nodes[0]!.socket}` };
     const p = Bun.spawn([process.execPath, MAIN, "doctor", "--registry-token", w.cast.readerToken], { env, cwd: "/", stdout: "pipe", stderr: "pipe" });
@@ -205,8 +227,9 @@ describe("ops doctor: a real three-node swarm", () => {
     }
     expect(lines.findIndex((l) => l.startsWith("ok    engine API: "))).toBeGreaterThan(lines.findIndex((l) => / {2}dependency caches: /.test(l)));
     expect(err).not.toContain(w.cast.readerToken);
-    const skipped = Bun.spawnSync([process.execPath, MAIN, "doctor"], { env, cwd: "/" }).stdout.toString();
-    expect(skipped).toContain("skip  registry from the nodes: skipped: whether the nodes reach ops's registry");
+    // Without a token, on the data dir: the pull-only credential ops gives the runtime.
+    const own = Bun.spawnSync([process.execPath, MAIN, "doctor"], { env, cwd: "/" }).stdout.toString().split("\n");
+    for (const n of w.swarm.nodes) expect(own.some((l) => l.startsWith(`ok    registry from node ${n.hostname}: ${n.hostname} (${n.address}) had `))).toBe(true);
   }, 180_000);
 
   test("a node whose dockerd is killed: its node check fails saying it is down, and no pull is asked of it", async () => {

@@ -21,7 +21,7 @@ export const doctorCommand: Command = {
   flags: {
     "data-dir": SERVER_FLAGS["data-dir"],
     json: { type: "boolean", description: "Print the checks and each kind of run's limits as JSON" },
-    "registry-token": { type: "string", value: "TOKEN", description: "OPS_RUNTIME=swarm: an ops token with packages.read, for the nodes' pull of the newest image it may read from ops's registry" },
+    "registry-token": { type: "string", value: "TOKEN", description: "OPS_RUNTIME=swarm: check the nodes' pull with this ops token (packages.read) instead of the pull-only credential ops gives them" },
   },
   async run(ctx) {
     const config = loadConfig(ctx.env, envOverrides(ctx.flags, SERVER_FLAGS), ctx.cwd);
@@ -42,16 +42,22 @@ export const doctorCommand: Command = {
     const checks = await runDoctor(settings);
     // The engine runtime's checks (src/adapters/runtime/doctor-engine.ts); the image comes from this data dir's registry.
     const token = typeof ctx.flags["registry-token"] === "string" ? ctx.flags["registry-token"] : null;
-    const newestImage = async (t: string) => {
+    const withCore = async <T>(fn: (core: import("../core/core").Core) => T | Promise<T>): Promise<T> => {
       const [{ createCore, closeCore }, { accessModule }] = await Promise.all([import("../app"), import("../domains/access")]);
       const core = createCore(config, { modules: [accessModule], logSink: () => {} });
       try {
-        return newestImageFor(core, t);
+        return await fn(core);
       } finally {
         await closeCore(core);
       }
     };
-    checks.push(...(await engineChecks({ runtime: config.runtime, dockerHost: config.dockerHost, dockerTls: config.dockerTls, publicUrl: config.publicUrl, registryToken: token, newestImage })));
+    const newestImage = (t: string | null) => withCore((core) => newestImageFor(core, t));
+    // Without a token: the pull-only credential the runtime itself gives the nodes (decision 0615).
+    const runtimePullToken = async (repository: string) => {
+      const { issueRuntimePullToken } = await import("../domains/registries/service");
+      return withCore((core) => issueRuntimePullToken(core, repository, 300));
+    };
+    checks.push(...(await engineChecks({ runtime: config.runtime, dockerHost: config.dockerHost, dockerTls: config.dockerTls, publicUrl: config.publicUrl, registryToken: token, newestImage, runtimePullToken })));
     const kinds = limitsByKind(settings, checks);
     const all = [...checks, ...kinds.map(({ notEnforced: _, ...k }) => k)];
     // The processes serving this data dir (decision 0600): what is so, not a check of the host.

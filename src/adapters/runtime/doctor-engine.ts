@@ -11,8 +11,9 @@
  *   image was there reached the registry, a task refused for want of the image did not. The service
  *   is removed after.
  *
- * ops keeps no credential of its own for the nodes' pulls, so the last check needs an ops token
- * (`ops doctor --registry-token`) and says it is skipped without one, or without an image yet.
+ * The pull uses the credential the runtime gives the nodes (a pull-only registry token signed with
+ * the data dir's registry key, decision 0615), or an ops token given with `--registry-token`; it
+ * is skipped without either, or without an image yet.
  * Docker 20.10 writes why a swarm task's pull failed only into that node's daemon log (the task
  * says "No such image"), so the manager, itself a node, pulls the image through its own API too:
  * its answer is the engine's own message, and its cause is named with its fix.
@@ -25,7 +26,7 @@ import { filterOf } from "./swarm-objects";
 import { L } from "./swarm-spec";
 import type { DoctorCheck } from "../sandbox/doctor-types";
 import type { Core } from "../../core/core";
-import { listProjects } from "../../domains/access/service";
+import { allProjects, listProjects } from "../../domains/access/service";
 import { projectImages } from "../../domains/registries/service";
 
 export interface EngineDoctorSettings {
@@ -36,10 +37,16 @@ export interface EngineDoctorSettings {
   dockerTls: { ca: string; cert: string; key: string } | null;
   /** OPS_PUBLIC_URL: its host is the registry the nodes pull from. */
   publicUrl: string;
-  /** An ops token with packages.read where the image lives (`--registry-token`); null: the pull check is skipped. */
+  /** An ops token with packages.read where the image lives (`--registry-token`); null: the runtime's own pull credentials, else the check is skipped. */
   registryToken: string | null;
-  /** The newest image of a service that `token` may pull from ops's registry, or null (`newestImageFor`). */
-  newestImage(token: string): Promise<NewestImage | null> | NewestImage | null;
+  /** The newest image of a service that `token` may pull from ops's registry (null: of any project), or null (`newestImageFor`). */
+  newestImage(token: string | null): Promise<NewestImage | null> | NewestImage | null;
+  /**
+   * The pull credential the runtime gives the nodes for a repository (a pull-only registry token,
+   * decision 0615), when the data dir's registry key is at hand: the check then pulls exactly as
+   * a deploy does, and needs no ops token.
+   */
+  runtimePullToken?(repository: string): Promise<string>;
   /** The dev.ops.instance label of the check's service (default "ops"). */
   instance?: string;
   /** How long each node's task may take (default 60 s). */
@@ -159,9 +166,8 @@ export function pullFix(message: string, registry: string): string {
 }
 
 /** Docker's `X-Registry-Auth`: base64url of the JSON, padded (workers decode it with base64.URLEncoding). */
-function registryAuthHeader(token: string, registry: string): Record<string, string> {
-  const json = JSON.stringify({ username: "ops", password: token, serveraddress: registry });
-  return { "x-registry-auth": Buffer.from(json).toString("base64").replace(/\+/g, "-").replace(/\//g, "_") };
+function registryAuthHeader(credentials: Record<string, string>): Record<string, string> {
+  return { "x-registry-auth": Buffer.from(JSON.stringify(credentials)).toString("base64").replace(/\+/g, "-").replace(/\//g, "_") };
 }
 
 /** The manager pulls `ref` itself (`POST /images/create`): null when it pulled, else the engine's message. */
@@ -191,13 +197,13 @@ const PULL_FAILED = /no such image|pull access denied|manifest unknown|no such h
 async function registryChecks(s: EngineDoctorSettings, engine: EngineClient): Promise<DoctorCheck[]> {
   const name = ENGINE_CHECK.registry;
   const registry = new URL(s.publicUrl).host;
-  if (!s.registryToken) {
-    return [skip(name, `whether the nodes reach ops's registry at ${registry} needs an ops token that may pull an image (ops keeps no registry credential of its own for them)`, "ops doctor --registry-token <an ops token with packages.read in a project that has deployed a service>")];
+  if (!s.registryToken && !s.runtimePullToken) {
+    return [skip(name, `whether the nodes reach ops's registry at ${registry} needs a credential that may pull an image: run ops doctor where the data dir is (its registry key), or give an ops token`, "ops doctor --data-dir <ops's data dir>, or ops doctor --registry-token <an ops token with packages.read in a project that has deployed a service>")];
   }
   const image = await s.newestImage(s.registryToken);
-  if (!image) return [skip(name, `ops's registry at ${registry} holds no image of a service that this token may pull yet`, "deploy a service first (ops deploy), then run ops doctor again")];
+  if (!image) return [skip(name, `ops's registry at ${registry} holds no image of a service${s.registryToken ? " that this token may pull" : ""} yet`, "deploy a service first (ops deploy), then run ops doctor again")];
   const ref = `${registry}/${image.repository}@${image.digest}`;
-  const auth = registryAuthHeader(s.registryToken, registry);
+  const auth = s.registryToken ? registryAuthHeader({ username: "ops", password: s.registryToken, serveraddress: registry }) : registryAuthHeader({ registrytoken: await s.runtimePullToken!(image.repository), serveraddress: registry });
   const nodes = nodesOf(await engine.json<EngineNode[]>("GET", "/nodes"));
   const info = await engine.json<{ Swarm?: { NodeID?: string } }>("GET", "/info");
   const managerId = info.Swarm?.NodeID ?? "";
@@ -264,11 +270,11 @@ async function registryChecks(s: EngineDoctorSettings, engine: EngineClient): Pr
  * signature), through the access and registries domains' services; null when the token is not
  * valid or none of its projects has an image yet.
  */
-export function newestImageFor(core: Core, token: string): NewestImage | null {
-  const principal = core.access.authenticate({ bearer: token, basicPassword: null, basicUser: null, cookie: null, meta: { requestId: "doctor", ip: "", userAgent: "ops doctor" } });
-  if (!principal) return null;
+export function newestImageFor(core: Core, token: string | null): NewestImage | null {
+  const principal = token === null ? null : core.access.authenticate({ bearer: token, basicPassword: null, basicUser: null, cookie: null, meta: { requestId: "doctor", ip: "", userAgent: "ops doctor" } });
+  if (token !== null && !principal) return null;
   let best: NewestImage | null = null;
-  for (const project of listProjects(core, principal)) {
+  for (const project of principal ? listProjects(core, principal) : allProjects(core)) {
     for (const img of projectImages(core, project)) {
       const at = img.pushed_at ?? "";
       if (!best || at > best.pushedAt) best = { repository: img.repository, digest: img.digest, pushedAt: at };

@@ -81,6 +81,17 @@ export function projectView(p: ProjectRow): ProjectResponse {
 }
 
 /** The projects where the caller holds `project.read` (every project for an estate-wide member), by slug. */
+/** Every project's id and slug (ops's own checks that look at the whole estate, such as `ops doctor`). */
+export function allProjects(core: Core): ProjectRef[] {
+  return core.db
+    .select({ id: projects.id })
+    .from(projects)
+    .orderBy(asc(projects.slug))
+    .all()
+    .map((p) => core.access.findProjectById(p.id))
+    .filter((p): p is ProjectRef => p !== null);
+}
+
 export function listProjects(core: Core, principal: Principal): ProjectResponse[] {
   const grants = core.access.grants(principal);
   return core.db

@@ -1,7 +1,7 @@
 /**
  * The access domain's public surface: other domains call these (never the files behind them).
  */
-export { createProject, findProjectRow, assertNotArchived, SLUG_PATTERN, DEFAULT_ENVIRONMENTS, projectView, listProjects } from "./projects";
+export { createProject, findProjectRow, assertNotArchived, SLUG_PATTERN, DEFAULT_ENVIRONMENTS, projectView, listProjects, allProjects } from "./projects";
 export { createOperator, insertOperator, findOperator, findOperatorByEmail, hashPassword, type CreateOperatorInput } from "./operators";
 export { addOperator, updateOperator } from "./operator-admin";
 export { ensureFixedRoles, fixedRole, findRole } from "./roles";
