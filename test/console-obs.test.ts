@@ -98,6 +98,8 @@ describe("observability pages in chromium", () => {
     await lines.first().waitFor();
     expect(await lines.count()).toBe(61);
     expect(await lines.first().locator(".msg").textContent()).toBe("GET /orders/59 200 in 13 ms");
+    // Each row says which environment and host wrote it.
+    expect(await lines.first().locator(".where").textContent()).toBe("production · web-1");
     const histogram = page.getByRole("img", { name: /Lines per level/ });
     expect(await histogram.getAttribute("aria-label")).toContain("61 lines");
     expect(await page.locator("figure.histogram rect.bar").count()).toBeGreaterThan(5);

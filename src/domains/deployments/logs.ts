@@ -5,11 +5,13 @@
  * environment and name, the stream as `target` and the replica as `host`, so `ops logs` and the
  * console's log search find them beside the service's own OTLP lines. A bounded ring per replica
  * in memory keeps the newest lines too (`serviceLogLines`): the store may refuse a batch while
- * its writer is full or ops stops, and the ring still has them.
+ * its writer is full or ops stops, and the ring still has them. The lines of one stack trace are
+ * one record in the store, in order (log-records.ts); the ring keeps them line by line.
  */
 import type { Core } from "../../core/core";
 import type { OutputStream } from "../../adapters/runtime";
 import { appendPlatformLogs, type PlatformLogEntry } from "../observability/service";
+import { recordJoiner, type RecordJoiner } from "./log-records";
 
 export interface ServiceLogLine {
   at: number;
@@ -58,7 +60,27 @@ export function keepLine(core: Core, replica: string, labels: Record<string, str
   if (ring.lines.length > RING_LINES) ring.lines.splice(0, ring.lines.length - RING_LINES);
   // On a Swarm the line's host says where it ran: `<node>/<replica>/<task>` (the task id's first 12, as docker shows it).
   const host = labels?.node && labels.task ? `${labels.node}/${replica}/${labels.task.slice(0, 12)}` : replica;
-  if (ring.projectId) toStore(core, { project: ring.projectId, environment: ring.environment, service: ring.service, level: stream === "stderr" ? "warn" : "info", message: line, target: stream, timestamp: at, host });
+  if (!ring.projectId) return;
+  // A stack trace's lines go to the store as one record (log-records.ts).
+  const key = `${replica}\u0000${stream}`;
+  const { joiner, streams } = recordsOf(core);
+  streams.set(key, { project: ring.projectId, environment: ring.environment, service: ring.service, level: stream === "stderr" ? "warn" : "info", target: stream, host });
+  joiner.push(key, line, at);
+}
+
+const RECORDS = "deployments.log-records";
+
+function recordsOf(core: Core): { joiner: RecordJoiner; streams: Map<string, Omit<PlatformLogEntry, "message" | "timestamp">> } {
+  let r = core.locals.get(RECORDS) as ReturnType<typeof recordsOf> | undefined;
+  if (!r) {
+    const streams = new Map<string, Omit<PlatformLogEntry, "message" | "timestamp">>();
+    const joiner = recordJoiner((key, message, at) => {
+      const where = streams.get(key);
+      if (where) toStore(core, { ...where, message, timestamp: at });
+    });
+    core.locals.set(RECORDS, (r = { joiner, streams }));
+  }
+  return r;
 }
 
 /**
@@ -87,12 +109,17 @@ function batchOf(core: Core): Batch {
 function toStore(core: Core, entry: PlatformLogEntry): void {
   const b = batchOf(core);
   b.entries.push(entry);
-  if (b.entries.length >= BATCH_LINES) void flushServiceLogs(core);
-  else b.timer ??= setTimeout(() => void flushServiceLogs(core), BATCH_MS);
+  if (b.entries.length >= BATCH_LINES) void flushBatch(core);
+  else b.timer ??= setTimeout(() => void flushBatch(core), BATCH_MS);
 }
 
-/** Hand the batched lines to the log store (also when the Core closes). */
+/** End the open records (a stack trace still arriving) and hand every batched line to the log store (the Core closes, the data plane asks). */
 export async function flushServiceLogs(core: Core): Promise<void> {
+  (core.locals.get(RECORDS) as ReturnType<typeof recordsOf> | undefined)?.joiner.flushAll();
+  await flushBatch(core);
+}
+
+async function flushBatch(core: Core): Promise<void> {
   const b = batchOf(core);
   if (b.timer) clearTimeout(b.timer);
   b.timer = null;
@@ -108,6 +135,11 @@ export function ringStopped(core: Core, replica: string): void {
   const ring = all.get(replica);
   if (!ring || ring.stoppedAt !== null) return;
   ring.stoppedAt = Date.now();
+  const records = core.locals.get(RECORDS) as ReturnType<typeof recordsOf> | undefined;
+  for (const stream of ["stdout", "stderr", "ops"]) {
+    records?.joiner.end(`${replica}\u0000${stream}`);
+    records?.streams.delete(`${replica}\u0000${stream}`);
+  }
   const stopped = [...all.entries()].filter(([, r]) => r.stoppedAt !== null).sort((a, b) => (a[1].stoppedAt as number) - (b[1].stoppedAt as number));
   for (const [id] of stopped.slice(0, Math.max(0, stopped.length - STOPPED_RINGS))) all.delete(id);
 }

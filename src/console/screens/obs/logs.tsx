@@ -138,6 +138,11 @@ export function LogsPage(props: SectionProps) {
                   <time dateTime={e.timestamp}>{preciseTime(e.timestamp)}</time>
                   <span class={`level lvl-text-${levelFamily(e.level)}`}>{e.level}</span>
                   <span class="svc">{e.service}</span>
+                  {/* Which environment and which replica (or node/replica/task) wrote it: identical traces from production and staging told apart. */}
+                  <span class="where" title={e.host ? `${e.environment}, ${e.host}` : e.environment}>
+                    {e.environment}
+                    {e.host && e.host !== "ops" ? ` · ${e.host}` : ""}
+                  </span>
                   <span class="msg">
                     <Shown text={e.message} />
                   </span>
