@@ -34,6 +34,11 @@ export const deployments = sqliteTable(
     rolloutNote: text("rollout_note"),
     /** `health`, `deploy` or `internal` once the rollout failed. */
     failureKind: text("failure_kind"),
+    /**
+     * A failed rollout's evidence: JSON `[{ replica, exit, lines }]`, the last 50 lines each failed
+     * replica (or release step) printed, secrets masked as in its output (failure-output.ts).
+     */
+    failureOutput: text("failure_output"),
     /** 1 while the rollout is in flight, else null: at most one in flight per service. */
     inFlight: integer("in_flight"),
     /** The scheduler item that runs the rollout now; a stale item (another token) does nothing. */
