@@ -24,7 +24,7 @@ import { sessionCookieName } from "./core/authz/credentials";
 import { normaliseError, toErrorBody, OpsError, invalid } from "./core/errors";
 import { bodyTooLarge, readBodyWithLimit, rememberJsonBody } from "./core/body";
 import { uuidv7 } from "./core/ids";
-import { securityHeaders } from "./core/security-headers";
+import { securityHeaders, securityHeaderEntries } from "./core/security-headers";
 import { VIEWER_CONFIG, VIEWER_PATH, viewerResponse } from "./core/api-docs";
 import { VERSION } from "./version";
 import { DOMAINS } from "./domains";
@@ -156,7 +156,7 @@ export function createHttpApp(core: Core) {
       const meta = requestMeta(request, server);
       if (logRequests) started.set(request, performance.now());
       set.headers["x-request-id"] = meta.requestId;
-      for (const [k, v] of Object.entries(securityHeaders(pathOf(request.url)))) set.headers[k] = v;
+      for (const [k, v] of securityHeaderEntries(pathOf(request.url))) set.headers[k] = v;
       const len = request.headers.get("content-length");
       if (len !== null && len !== "0") {
         const limit = limitFor(limits, pathOf(request.url), core.config.maxBodyBytes);

@@ -28,3 +28,11 @@ const BASE: Readonly<Record<string, string>> = {
 export function securityHeaders(pathname: string): Record<string, string> {
   return { ...BASE, "content-security-policy": pathname === "/api/docs" || pathname === "/api/docs/" ? DOCS_CSP : API_CSP };
 }
+
+const API_ENTRIES: ReadonlyArray<readonly [string, string]> = Object.freeze(Object.entries(securityHeaders("/")));
+const DOCS_ENTRIES: ReadonlyArray<readonly [string, string]> = Object.freeze(Object.entries(securityHeaders("/api/docs")));
+
+/** The same headers as name–value pairs built once (the request hook copies them onto every response). */
+export function securityHeaderEntries(pathname: string): ReadonlyArray<readonly [string, string]> {
+  return pathname === "/api/docs" || pathname === "/api/docs/" ? DOCS_ENTRIES : API_ENTRIES;
+}

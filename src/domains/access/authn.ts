@@ -155,6 +155,8 @@ export function accessHooks(core: Core): AccessHooks {
   const tokenRows = cache.map<TokenJoin>();
   const principals = cache.map<Principal>();
   const grantsByOperator = cache.map<Grants>();
+  const projectsBySlug = cache.map<ProjectRef>();
+  const projectsById = cache.map<ProjectRef>();
 
   const sessionPrincipal = (row: SessionJoin, viaCookie: boolean): Principal => ({
     ...operatorOf(row),
@@ -242,8 +244,30 @@ export function accessHooks(core: Core): AccessHooks {
       if (creds.cookie && isWellFormedSecret(creds.cookie, ["opss_"])) return fromSession(creds.cookie, true);
       return null;
     },
-    findProject: (slug) => toRef(st.projectBySlug.get(slug)),
-    findProjectById: (id) => toRef(st.projectById.get(id)),
+    // Projects by slug and id, per access generation (a project's update or delete moves it; a
+    // new project is never cached as missing). Inside a transaction the row is read as it stands
+    // there (an insert no trigger counts may yet roll back). Every registry read resolves its
+    // claim's project; docs/decisions/0641.
+    findProject(slug) {
+      if (core.sqlite.inTransaction) return toRef(st.projectBySlug.get(slug));
+      cache.sync();
+      let ref = projectsBySlug.get(slug);
+      if (!ref) {
+        ref = toRef(st.projectBySlug.get(slug)) ?? undefined;
+        if (ref) GenerationCache.put(projectsBySlug, slug, ref);
+      }
+      return ref ?? null;
+    },
+    findProjectById(id) {
+      if (core.sqlite.inTransaction) return toRef(st.projectById.get(id));
+      cache.sync();
+      let ref = projectsById.get(id);
+      if (!ref) {
+        ref = toRef(st.projectById.get(id)) ?? undefined;
+        if (ref) GenerationCache.put(projectsById, id, ref);
+      }
+      return ref ?? null;
+    },
     grants(principal: Principal): Grants {
       cache.sync();
       const hit = grantsByOperator.get(principal.operatorId);

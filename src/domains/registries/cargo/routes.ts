@@ -66,7 +66,7 @@ export function cargoRoutes(core: Core) {
     const pkg = claimOf(request);
     const segments = layout(params);
     if (!isIndexPathOf(segments, params.name)) throw new OpsError("not_found", `No such crate "${params.name}" at this index path.`);
-    const doc = readDocument(core, pkg, INDEX, renderCargo);
+    const doc = readDocument(core, pkg, INDEX, renderCargo, request);
     if (doc.body === "") throw new OpsError("not_found", `The crate "${pkg.name}" has no published versions.`);
     const headers = { etag: doc.etag, "last-modified": httpDate(doc.updatedAt), "cache-control": "no-cache" };
     if (notModified(request, doc)) return new Response(null, { status: 304, headers });

@@ -13,6 +13,7 @@ import { auditAllowed, type AuditActor } from "../../../core/audit";
 import { OpsError } from "../../../core/errors";
 import { packages, packageVersions } from "./tables";
 import { statements } from "./statements";
+import { registryReadCache, RegistryReadCache } from "./read-cache";
 import { lookupKey, nameKey, validateClaimName, type ClaimRegistry, type Registry } from "./names";
 
 export type PackageRow = InferSelectModel<typeof packages>;
@@ -23,12 +24,22 @@ export function findPackageByKey(q: Queryable, registry: Registry, name: string)
   return q.select().from(packages).where(and(eq(packages.registry, registry), eq(packages.nameKey, nameKey(registry, name)))).get() ?? null;
 }
 
-/** The package a protocol path names (case-insensitive, separators exact), or null. The hot path of every install. */
-export function findPackageByLookup(core: Core, registry: Registry, name: string): PackageRow | null {
+/**
+ * The package a protocol path names (case-insensitive, separators exact), or null. The hot path of
+ * every install: served from the registries' read cache while the database is unchanged
+ * (`request` lets a GET check that once per request; docs/decisions/0641).
+ */
+export function findPackageByLookup(core: Core, registry: Registry, name: string, request?: Request): PackageRow | null {
+  const cache = registryReadCache(core);
+  const rows = cache.sync(request) ? cache.map<PackageRow>("packages") : new Map<string, PackageRow>();
+  const key = `${registry}\u0000${lookupKey(name)}`;
+  const hit = rows.get(key);
+  if (hit) return hit;
   const r = statements(core).packageByLookup.get(registry, lookupKey(name));
-  return r
-    ? { id: r.id, registry: r.registry, name: r.name, nameKey: r.name_key, lookup: r.lookup, projectId: r.project_id, claimedBy: r.claimed_by, createdAt: r.created_at, updatedAt: r.updated_at }
-    : null;
+  if (!r) return null;
+  const row: PackageRow = { id: r.id, registry: r.registry, name: r.name, nameKey: r.name_key, lookup: r.lookup, projectId: r.project_id, claimedBy: r.claimed_by, createdAt: r.created_at, updatedAt: r.updated_at };
+  RegistryReadCache.put(rows, key, row);
+  return row;
 }
 
 export function findPackageById(q: Queryable, id: number): PackageRow | null {

@@ -11,6 +11,7 @@ import { tx } from "../../../core/db/client";
 import { sha256Hex } from "../../../core/blobs/store";
 import { packageDocuments } from "./tables";
 import { statements } from "./statements";
+import { registryReadCache, RegistryReadCache } from "./read-cache";
 import type { PackageRow } from "./claims";
 
 /** Render every document a package's protocol serves: kind → body. */
@@ -34,10 +35,23 @@ export function storeDocuments(core: Core, t: Tx, pkg: PackageRow, render: Rende
   }
 }
 
-/** The stored document `kind` of `pkg`, rendered first if it is missing or was rendered for another public URL. */
-export function readDocument(core: Core, pkg: PackageRow, kind: string, render: Renderer): StoredDocument {
+/**
+ * The stored document `kind` of `pkg`, rendered first if it is missing or was rendered for another
+ * public URL. Served from the registries' read cache while the database is unchanged (a publish,
+ * yank or dist-tag change rewrites the document, and any write empties the cache; 0641).
+ */
+export function readDocument(core: Core, pkg: PackageRow, kind: string, render: Renderer, request?: Request): StoredDocument {
+  const cache = registryReadCache(core);
+  const docs = cache.sync(request) ? cache.map<StoredDocument>("documents") : new Map<string, StoredDocument>();
+  const key = `${pkg.id}\u0000${kind}`;
+  const hit = docs.get(key);
+  if (hit) return hit;
   const row = statements(core).document.get(pkg.id, kind);
-  if (row && row.base_url === core.config.publicUrl) return { body: row.body, etag: row.etag, updatedAt: row.updated_at };
+  if (row && row.base_url === core.config.publicUrl) {
+    const doc = { body: row.body, etag: row.etag, updatedAt: row.updated_at };
+    RegistryReadCache.put(docs, key, doc);
+    return doc;
+  }
   tx(core.db, (t) => storeDocuments(core, t, pkg, render));
   const fresh = core.db
     .select({ body: packageDocuments.body, etag: packageDocuments.etag, updatedAt: packageDocuments.updatedAt })

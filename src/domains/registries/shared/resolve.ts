@@ -46,7 +46,7 @@ export function auditDenied(core: Core, ctx: ResolveContext, action: string, rea
 
 /** Resolver for reads: the claim's project, or 404 in the protocol's words. */
 export function resolveForRead(core: Core, ctx: ResolveContext, registry: Registry, name: string): string {
-  const pkg = findPackageByLookup(core, registry, name);
+  const pkg = findPackageByLookup(core, registry, name, ctx.request);
   if (!pkg) throw new OpsError("not_found", registry === "npm" ? `"${name}" is not in this registry.` : `No such ${registry === "cargo" ? "crate" : "package"} "${name}".`);
   claimByRequest.set(ctx.request, pkg);
   return slugOf(core, pkg);
@@ -58,7 +58,7 @@ export function resolveForPublish(core: Core, ctx: ResolveContext, registry: Reg
     auditDenied(core, ctx, "packages.publish", `npm name out of the ${core.config.npmScope} scope`);
     throw new OpsError("out_of_scope", `npm names here must be in the ${core.config.npmScope} scope; "${name}" is out of scope.`, { scope: core.config.npmScope });
   }
-  const pkg = findPackageByLookup(core, registry, name);
+  const pkg = findPackageByLookup(core, registry, name, ctx.request);
   if (!pkg) {
     auditDenied(core, ctx, "packages.publish", "name not claimed");
     throw new OpsError("forbidden", `"${name}" is not claimed by any project; a project claims it first (PUT /api/v1/projects/{slug}/packages/${registry}/{name}).`);
