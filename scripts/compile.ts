@@ -17,6 +17,22 @@ export interface CompileOptions {
   releaseKey?: string;
 }
 
+/**
+ * @elysiajs/swagger takes one CSS string (its docs page's theme) from @scalar/themes, whose index
+ * also builds @scalar/types' zod schemas at load: about 60 ms of every start and megabytes held
+ * for good (decision 0640). The binary gets that one string from its own file instead.
+ */
+const scalarThemeOnly: Bun.BunPlugin = {
+  name: "scalar-theme-only",
+  setup(build) {
+    build.onResolve({ filter: /^@scalar\/themes$/ }, (args) => (args.importer.includes("@elysiajs/swagger") ? { path: "elysiajs-theme", namespace: "ops-scalar-theme" } : undefined));
+    build.onLoad({ filter: /.*/, namespace: "ops-scalar-theme" }, () => ({
+      contents: `export { default as elysiajsTheme } from ${JSON.stringify(path.join(root, "node_modules/@scalar/themes/dist/presets/elysiajs.css2.js"))};`,
+      loader: "js",
+    }));
+  },
+};
+
 /** Compile ops to `outfile`. Throws with the bundler's messages on failure. */
 export async function compileOps(opts: CompileOptions): Promise<string> {
   const res = await Bun.build({
@@ -33,6 +49,7 @@ export async function compileOps(opts: CompileOptions): Promise<string> {
     },
     minify: true,
     sourcemap: "none",
+    plugins: [scalarThemeOnly],
     define: { OPS_BUILD_VERSION: JSON.stringify(opts.version), OPS_RELEASE_PUBLIC_KEY: JSON.stringify(opts.releaseKey ?? ""), ...(await consoleDefine()) },
   });
   if (!res.success) throw new Error(`compiling ops failed:\n${res.logs.map(String).join("\n")}`);

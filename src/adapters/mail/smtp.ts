@@ -2,7 +2,7 @@
  * Outgoing mail over SMTP with nodemailer (a well-kept client that speaks STARTTLS, implicit
  * TLS and AUTH from one `smtp://` / `smtps://` URL). One pooled transport per Core.
  */
-import nodemailer from "nodemailer";
+import type { Transporter } from "nodemailer";
 
 export interface MailMessage {
   to: string;
@@ -17,13 +17,17 @@ export interface Mailer {
 
 /** A mailer for `url` (`smtp://user:pass@host:port`, `smtps://…`) sending as `from`. */
 export function smtpMailer(url: string, from: string): Mailer {
-  const transport = nodemailer.createTransport(url, { from });
+  // nodemailer loads with the first message, not at start: most servers send none for hours, and
+  // loading it costs start-up time and memory held for good (decision 0640).
+  let transport: Promise<Transporter> | null = null;
   return {
     async send(msg) {
-      await transport.sendMail({ from, to: msg.to, subject: msg.subject, text: msg.text });
+      transport ??= import("nodemailer").then(({ default: nodemailer }) => nodemailer.createTransport(url, { from }));
+      const t = await transport;
+      await t.sendMail({ from, to: msg.to, subject: msg.subject, text: msg.text });
     },
     close() {
-      transport.close();
+      void transport?.then((t) => t.close());
     },
   };
 }

@@ -12,7 +12,6 @@ import { authzPlugin, type AuthContext } from "../../core/authz/plugin";
 import { OpsError, type NormalisedError } from "../../core/errors";
 import { writeAudit } from "../../core/audit";
 import { actorOf } from "../../core/authz/principal";
-import { buildServer } from "./server";
 import { findSession, openSession, closeSession, ownerOf, SessionRefused } from "./sessions";
 import type { Caller } from "./tool-kit";
 
@@ -48,6 +47,8 @@ async function handle(core: Core, request: Request, body: unknown, auth: AuthCon
   const id = request.headers.get("mcp-session-id");
   if (id === null) {
     if (request.method !== "POST" || !isInitialize(body)) throw new OpsError("bad_request", "No MCP session: send an initialize request first (without Mcp-Session-Id).");
+    // The MCP SDK behind the server loads with the first session, not at start (decision 0640).
+    const { buildServer } = await import("./server");
     const session = await openSession(core, caller, (s) => buildServer(core, s), core.config.maxBodyBytes).catch((e) => {
       if (e instanceof SessionRefused) refused(core, auth, e.reason);
       throw e;

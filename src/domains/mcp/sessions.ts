@@ -11,7 +11,7 @@
  * request closes one, and a session follows at most 32 subscriptions. Subscriptions are polled once
  * a second while a session has any. Decision: docs/decisions/0541-mcp-session-bounds.md.
  */
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { coreLocal, type Core } from "../../core/core";
 import type { Principal } from "../../core/authz/principal";
@@ -127,6 +127,8 @@ async function makeRoom(core: Core, session: McpSession): Promise<void> {
  * the transport has handled the initialize request (the SDK calls back with its id).
  */
 export async function openSession(core: Core, caller: Caller, build: (session: McpSession) => Server, maxBodyBytes: number): Promise<McpSession> {
+  // The SDK loads with the first session, not at start (decision 0640).
+  const { WebStandardStreamableHTTPServerTransport } = await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
   const session = { owner: ownerOf(caller.principal), operatorId: caller.principal.operatorId, lastSeen: core.clock.now(), subscriptions: new Map(), poller: null, closed: false } as unknown as McpSession;
   await makeRoom(core, session);
   session.transport = new WebStandardStreamableHTTPServerTransport({
