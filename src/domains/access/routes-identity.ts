@@ -9,7 +9,8 @@ import { errors, NoContent } from "../../core/http-schemas";
 import { accessModels } from "./model";
 import { MfaDeleteBody, SessionIdParams } from "./model-identity";
 import { signIn, signOut, changePassword, sessionCookie, sessionView, guardSignInRequest } from "./signin";
-import { me, listSessions, revokeSession } from "./identity";
+import { listSessions, revokeSession } from "./identity";
+import { meAnswer } from "./me-json";
 import { SESSION_ABSOLUTE_MS } from "./sessions";
 import { enrolMfa, confirmMfa, deleteMfa } from "./mfa";
 
@@ -61,7 +62,7 @@ export function identityRoutes(core: Core) {
         response: { 204: NoContent, ...errors(401, 403, 422, 429) },
       },
     )
-    .get("/me", ({ auth }) => me(core, auth), {
+    .get("/me", ({ auth }) => meAnswer(core, auth), {
       permission: "authenticated",
       detail: { summary: "Who the caller is: memberships, policies that apply, token scopes" },
       response: { 200: "MeResponse", ...errors(401) },
