@@ -24,6 +24,7 @@ import "./authz-matrix.obs";
 import "./authz-matrix.modules";
 import "./authz-matrix.mcp";
 import "./authz-matrix.backups";
+import "./authz-matrix.alerts";
 import { tx } from "../src/core/db/client";
 import { fixedRole, insertSession, mintTokenIn, insertOperator } from "../src/domains/access/service";
 import { environmentPolicies } from "../src/domains/access/tables";

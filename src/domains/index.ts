@@ -17,6 +17,7 @@ import { deploymentsModule } from "./deployments";
 import { certificatesModule } from "./certificates";
 import { translationsModule } from "./translations";
 import { observabilityModule } from "./observability";
+import { alertsModule } from "./alerts";
 import { modulesModule } from "./modules";
 import { mcpModule } from "./mcp";
 import { backupsModule } from "./backups";
@@ -38,6 +39,7 @@ export const DOMAINS: readonly DomainModule[] = [
   certificatesModule,
   translationsModule,
   observabilityModule,
+  alertsModule,
   modulesModule,
   mcpModule,
   backupsModule,

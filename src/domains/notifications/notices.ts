@@ -13,6 +13,7 @@ import { estatePeople, projectPeople } from "../access/service";
 import { notices, notificationSettings, mailOutbox } from "./tables";
 import { isNotificationKind, DEFAULT_CHANNELS, type EstateNotificationKind, type NotificationKind } from "./kinds";
 import type { NotificationResponse } from "./model";
+import { forwardNotice } from "./forward";
 
 export const DELIVER_EMAIL = "notifications.deliver-email";
 
@@ -58,6 +59,7 @@ export function notify(core: Core, t: Tx, event: NotifyEvent): void {
       core.scheduler.enqueue(t, DELIVER_EMAIL, { outbox: id }, { dedupeKey: `mail:${id}` });
     }
   }
+  forwardNotice(core, t, { kind: event.kind, projectId: project.id, params: event.params, link });
 }
 
 /**

@@ -4,3 +4,4 @@
  */
 export { notify, notifyEstate, lastEstateNoticeAt, type NotifyEvent } from "./notices";
 export { NOTIFICATION_KINDS, ESTATE_NOTIFICATION_KINDS, isNotificationKind, type NotificationKind, type EstateNotificationKind } from "./kinds";
+export { installNoticeForwarder, type ForwardedNotice } from "./forward";

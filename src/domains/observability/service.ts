@@ -16,6 +16,8 @@ import { writerOf } from "./writer";
 
 export { readScope, type Scope } from "./visibility";
 export { readLogs, readTraces, readTrace, readSeries } from "./reads";
+export { mintIngestCredential, INGEST_CREDENTIAL_TTL_MS, type IngestIdentity } from "./ingest-credential";
+export { projectSeries, countProjectLogs } from "./project-reads";
 
 /** One line ops writes on a project's behalf. */
 export interface PlatformLogEntry {
