@@ -124,4 +124,36 @@ describe("deploy a build from the console", () => {
     await shot(page, "packages-image-digests");
     await context.close();
   });
+
+  test("a version that crashes at start rolls back; its build page and the service page show the Error line it printed", async () => {
+    const crashing = { ...SAMPLE_APP, "server.js": `console.log("starting v3");\nthrow new Error("DATABASE_URL is not set");\n` };
+    const sha = await w.local.commit(crashing, "The v3 version");
+    await w.local.push("main");
+    let build: { id: number; status: string } | undefined;
+    await until("the v3 build to roll back", async () => {
+      const list = await expectStatus<any[]>(await w.ctx.req("GET", "/builds"), 200);
+      build = list.find((x) => x.commit_sha === sha);
+      return build?.status === "rolled_back";
+    });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/projects/${w.ctx.slug}/builds/${build!.id}`);
+    await page.getByLabel("Email").fill(w.ctx.owner.email);
+    await page.getByLabel("Password").fill(w.ctx.owner.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    const printed = page.locator(".failure-output pre").first();
+    await printed.waitFor();
+    const text = await printed.innerText();
+    expect(text).toContain("starting v3");
+    expect(text).toContain("Error: DATABASE_URL is not set");
+    expect(text.indexOf("starting v3")).toBeLessThan(text.indexOf("Error: DATABASE_URL is not set"));
+    await shot(page, "build-failure-output");
+    await page.getByRole("link", { name: "All its lines in Logs" }).waitFor();
+    // The service page says it too, above its facts; v1 keeps serving.
+    await page.goto(`${t.url}/projects/${w.ctx.slug}/deployments/web?environment=production`);
+    await page.locator("#last-failure").waitFor();
+    expect(await page.locator(".failure-output pre").first().innerText()).toContain("Error: DATABASE_URL is not set");
+    expect(await answer()).toStartWith("v1 ");
+    await context.close();
+  });
 });

@@ -32,7 +32,7 @@ interface TimelineRow {
   state: string;
   state_text: string;
   failure_kind?: string | null;
-  deployment?: { id: number; rollout: string; rollout_note?: string | null; image_digest: string } | null;
+  deployment?: { id: number; rollout: string; rollout_note?: string | null; image_digest: string; failure_output?: Array<{ process: string; lines: string[] }> } | null;
 }
 
 /** Rollout states that are a verdict. */
@@ -216,6 +216,12 @@ async function rollout(ctx: CommandContext, what: "deploy" | "rollback", body: R
   const timeline = async () => (await api<TimelineRow[]>(server, token, "GET", `/api/v1/projects/${encodeURIComponent(project)}/deployments${query({ environment, service, limit: "20" })}`)).body;
   const row = await followRollout(timeline, d.id, ctx.stderr, { sleep: (ms) => Bun.sleep(ms), now: Date.now }, 10 * 60_000);
   const verdict = row?.deployment?.rollout ?? "unknown";
+  // The reason where the failure is: what the failed replicas and release steps printed last.
+  for (const p of row?.deployment?.failure_output ?? []) {
+    ctx.stderr(`${p.process} printed last:\n`);
+    for (const line of p.lines) ctx.stderr(`  | ${line}\n`);
+  }
+  if (row?.deployment?.failure_output?.length) ctx.stderr(`all its lines: ops logs ${service} --project ${project} --environment ${environment}\n`);
   ctx.stdout(`${d.id} ${verdict}\n`);
   return verdict === "healthy" ? EXIT.ok : EXIT.failure;
 }

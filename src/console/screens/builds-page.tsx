@@ -11,6 +11,7 @@ import type { ProjectInfo } from "../frame";
 import type { Access } from "../access";
 import { Action } from "../widgets/guard";
 import { BuildBadge, buildSubject, duration, isFinal, reusedFrom, type Build } from "../widgets/builds";
+import { FailureOutput, type FailedProcess } from "../widgets/failure-output";
 
 interface LogLine {
   seq: number;
@@ -23,7 +24,7 @@ interface LogLine {
 interface Detail {
   build: Build;
   host: { check_run_id?: number | null; status_id?: number | null; deployment_id?: number | null };
-  deployment?: { id: number; rollout: string } | null;
+  deployment?: { id: number; rollout: string; service: string; environment: string; failure_output?: FailedProcess[] } | null;
 }
 
 const STEP_LABELS: Record<string, string> = {
@@ -254,6 +255,9 @@ export function BuildPage(props: { project: ProjectInfo; id: string; access: Acc
           </>
         )}
       </dl>
+      {detail.deployment?.failure_output && (
+        <FailureOutput output={detail.deployment.failure_output} logs={`/projects/${slug}/logs?service=${encodeURIComponent(detail.deployment.service)}&environment=${encodeURIComponent(detail.deployment.environment)}`} />
+      )}
       <h3>Steps</h3>
       <ol class="build-steps">
         {b.step_timings.map((s, i) => {

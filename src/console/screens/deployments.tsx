@@ -40,7 +40,7 @@ export function DeploymentsList(props: SectionProps) {
       {timeline && (
         <>
           <h3>Timeline</h3>
-          <TimelineTable rows={timeline} showService />
+          <TimelineTable rows={timeline} showService slug={slug} env={env} />
         </>
       )}
     </section>

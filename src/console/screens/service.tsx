@@ -13,6 +13,7 @@ import type { Access } from "../access";
 import { EnvironmentPicker } from "../widgets/environment-picker";
 import { Denied } from "../widgets/guard";
 import { short, StatusBadge, TimelineTable, type ServiceInfo, type TimelineEntry } from "../widgets/services";
+import { FailureOutput } from "../widgets/failure-output";
 import { escapeForTerminal } from "../../core/terminal-text";
 
 interface BuildInfo {
@@ -163,6 +164,15 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
       {error && <Alert>{error}</Alert>}
       {notice && <Alert kind="ok">{notice}</Alert>}
       {!svc && !error && <p aria-busy="true">Loading the service…</p>}
+      {timeline?.[0]?.deployment?.failure_output && (
+        <section class="card" aria-labelledby="last-failure">
+          <h3 id="last-failure">
+            Deployment #{timeline[0].deployment.id}: {timeline[0].state.replace("_", " ")}
+          </h3>
+          <p>{timeline[0].state_text}</p>
+          <FailureOutput output={timeline[0].deployment.failure_output} logs={`/projects/${slug}/logs?service=${encodeURIComponent(props.service)}&environment=${encodeURIComponent(env)}`} />
+        </section>
+      )}
       {svc && (
         <>
           <dl class="facts">
@@ -299,7 +309,7 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
           )}
 
           <h3>Timeline</h3>
-          <TimelineTable rows={timeline} />
+          <TimelineTable rows={timeline} slug={slug} env={env} />
         </>
       )}
     </section>

@@ -3,6 +3,7 @@
  * status, its timeline rows, the table of services with their health, and the badges.
  */
 import { Link, when } from "../ui";
+import { FailureOutput, type FailedProcess } from "./failure-output";
 
 export interface ReplicaInfo {
   id: string;
@@ -53,7 +54,7 @@ export interface TimelineEntry {
   state_text: string;
   failure_kind?: string | null;
   build?: { id: number; status: string; image_digest?: string | null } | null;
-  deployment?: { id: number; image_digest: string; rollout: string; trigger: string; created_by: string; finished_at?: string | null } | null;
+  deployment?: { id: number; image_digest: string; rollout: string; trigger: string; created_by: string; finished_at?: string | null; failure_output?: FailedProcess[] } | null;
 }
 
 const STATE_CLASS: Record<string, string> = { ready: "operational", pending: "degraded", error: "down" };
@@ -70,7 +71,7 @@ export function StatusBadge(props: { state: string }) {
 }
 
 /** The timeline rows as a table. */
-export function TimelineTable(props: { rows: TimelineEntry[]; showService?: boolean }) {
+export function TimelineTable(props: { rows: TimelineEntry[]; showService?: boolean; slug?: string; env?: string }) {
   if (props.rows.length === 0) return <p class="muted">Nothing was built or deployed here yet.</p>;
   return (
     <table class="timeline">
@@ -96,6 +97,12 @@ export function TimelineTable(props: { rows: TimelineEntry[]; showService?: bool
             <td>
               <div>{r.message}</div>
               <div class="hint">{r.state_text}</div>
+              {r.deployment?.failure_output && props.slug && (
+                <details class="failure-details">
+                  <summary>What it printed last</summary>
+                  <FailureOutput output={r.deployment.failure_output} logs={`/projects/${props.slug}/logs?service=${encodeURIComponent(r.service)}&environment=${encodeURIComponent(props.env ?? "production")}`} />
+                </details>
+              )}
             </td>
             <td>
               <code>{r.commit.startsWith("sha256:") ? short(r.commit) : r.commit.slice(0, 12)}</code>

@@ -83,6 +83,9 @@ const DeploymentOfBuild = t.Object({
   project: t.String(),
   rollout: t.String(),
   rollout_note: Nullable(t.String()),
+  failure_output: t.Optional(
+    t.Array(t.Object({ process: t.String(), lines: t.Array(t.String()) }), { description: "What the failed rollout's new replicas and release steps printed last (at most 50 lines each, secrets masked)" }),
+  ),
   service: t.String(),
   trigger: t.String(),
 });

@@ -23,6 +23,11 @@ const CHAINED = /^(?:Caused by: |\s*\.\.\. \d+ more|During handling of the above
 /** A Python traceback's last line: `ValueError: boom`, `KeyError`, `module.Error: x`. */
 const PY_END = /^[A-Za-z_][\w.]*(?::.*)?$/;
 
+/** Whether a line opens an error record (`Error: …`, `TypeError: …`, a traceback, a panic). */
+export function isErrorHead(line: string): boolean {
+  return HEAD.test(line);
+}
+
 interface Open {
   lines: string[];
   chars: number;

@@ -144,6 +144,14 @@ export function ringStopped(core: Core, replica: string): void {
   for (const [id] of stopped.slice(0, Math.max(0, stopped.length - STOPPED_RINGS))) all.delete(id);
 }
 
+/** The kept lines of each process (replica or release step) whose id starts with `prefix`, by id. */
+export function linesOfProcesses(core: Core, prefix: string): Array<{ id: string; lines: ServiceLogLine[] }> {
+  return [...rings(core).entries()]
+    .filter(([id]) => id.startsWith(prefix))
+    .sort((a, b) => a[0].localeCompare(b[0]))
+    .map(([id, r]) => ({ id, lines: r.lines }));
+}
+
 /** The kept lines of a service's replicas (live and recently stopped), oldest first, at most `limit`. */
 export function serviceLogLines(core: Core, ref: { project: string; environment: string; service: string }, limit = 500): ServiceLogLine[] {
   const out: ServiceLogLine[] = [];

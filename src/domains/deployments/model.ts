@@ -18,6 +18,15 @@ export const RollbackRequest = t.Object({
 });
 export type RollbackRequest = typeof RollbackRequest.static;
 
+/** A failed rollout's processes and the last lines each printed (issue 36), secrets masked. */
+export const FailureOutput = t.Array(
+  t.Object({
+    process: t.String({ description: "The replica's id, or the release step's (`…-<step>`)" }),
+    lines: t.Array(t.String(), { description: "Its last lines (at most 50), oldest first, stdout and stderr" }),
+  }),
+  { description: "What the failed rollout's new replicas and release steps printed last; absent when it did not fail or they printed nothing" },
+);
+
 export const DeploymentResponse = t.Object({
   author: t.String({ description: "Commit author, or whoever deployed a digest by hand" }),
   build_id: nullable(t.Integer()),
@@ -35,6 +44,7 @@ export const DeploymentResponse = t.Object({
   project: t.String(),
   rollout: t.String({ description: "queued, starting, releasing, probing, switching, draining, healthy, unhealthy, rolling_back, rolled_back, failed or refused" }),
   rollout_note: nullable(t.String()),
+  failure_output: t.Optional(FailureOutput),
   service: t.String(),
   trigger: t.String({ description: "`manual`, `build`, `rollback` or `restart`" }),
 });
@@ -64,6 +74,7 @@ export const DeploymentSummary = t.Object({
   previous_digest: nullable(t.String()),
   rollout: t.String(),
   rollout_note: nullable(t.String()),
+  failure_output: t.Optional(FailureOutput),
   trigger: t.String(),
 });
 export type DeploymentSummary = typeof DeploymentSummary.static;

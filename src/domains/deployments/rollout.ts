@@ -38,6 +38,7 @@ import { restoreService, enqueueReconcile } from "./reconcile";
 import { syncStatusComponent, writeServiceStatus } from "./status";
 import { reportRollout } from "./host";
 import { serviceNote } from "./logs";
+import { collectFailureOutput } from "./failure-output";
 
 /** How long a switch waits for requests in flight to the old replicas before stopping them. */
 export const DRAIN_MS = 30_000;
@@ -91,7 +92,8 @@ const params = (addr: ServiceAddress, row: DeploymentRow) => ({ project: addr.pr
 async function fail(core: Core, addr: ServiceAddress, row: DeploymentRow, started: readonly string[], error: string, kind: "deploy" | "internal" = "deploy"): Promise<void> {
   await stopReplicas(core, started, 2000);
   assertOpen(core);
-  const done = setPhase(core, row.id, "failed", error, { failureKind: kind, ...finishedFields(core) });
+  const output = await collectFailureOutput(core, addr, row.id);
+  const done = setPhase(core, row.id, "failed", error, { failureKind: kind, failureOutput: output.length > 0 ? JSON.stringify(output) : null, ...finishedFields(core) });
   core.log.warn("rollout failed", { deployment: row.id, service: serviceKeyOf(addr), err: error });
   writeServiceStatus(core, addr);
   await reportRollout(core, addr, done.id);
@@ -106,6 +108,7 @@ async function rollBack(core: Core, addr: ServiceAddress, row: DeploymentRow, st
   setPhase(core, row.id, "rolling_back", previous ? `stopping the new replicas; ${previous} keeps serving` : "stopping the new replicas; nothing ran before");
   await stopReplicas(core, started, 2000);
   assertOpen(core);
+  const output = await collectFailureOutput(core, addr, row.id);
   const live = liveOf(core, addr);
   if (!live || live.replicaIds.length === 0) await restoreService(core, addr);
   assertOpen(core);
@@ -113,7 +116,7 @@ async function rollBack(core: Core, addr: ServiceAddress, row: DeploymentRow, st
   const done = tx(core.db, (t) => {
     const r = t
       .update(deployments)
-      .set({ rollout: "rolled_back", rolloutNote: note.slice(0, 500), failureKind: "health", inFlight: null, finishedAt: core.clock.now() })
+      .set({ rollout: "rolled_back", rolloutNote: note.slice(0, 500), failureKind: "health", failureOutput: output.length > 0 ? JSON.stringify(output) : null, inFlight: null, finishedAt: core.clock.now() })
       .where(eq(deployments.id, row.id))
       .returning()
       .get();

@@ -2,6 +2,7 @@
  * Row helpers of the deployments domain: the rollout vocabulary, lookups, and the JSON views.
  */
 import { and, desc, eq, inArray, isNotNull } from "drizzle-orm";
+import { parseFailureOutput, type FailedProcess } from "./failure-output";
 import type { Core, ProjectRef } from "../../core/core";
 import type { Queryable } from "../../core/db/client";
 import { iso, isoOrNull } from "../../core/clock";
@@ -100,6 +101,7 @@ export function toDeploymentResponse(r: DeploymentRow, projectSlug: string): Dep
     project: projectSlug,
     rollout: r.rollout,
     rollout_note: r.rolloutNote,
+    ...failureOutputOf(r),
     service: r.service,
     trigger: r.trigger,
   };
@@ -115,8 +117,15 @@ export function toDeploymentSummary(r: DeploymentRow): DeploymentSummary {
     previous_digest: r.previousDigest,
     rollout: r.rollout,
     rollout_note: r.rolloutNote,
+    ...failureOutputOf(r),
     trigger: r.trigger,
   };
+}
+
+/** `failure_output` when the rollout kept some (absent otherwise). */
+function failureOutputOf(r: DeploymentRow): { failure_output?: FailedProcess[] } {
+  const out = parseFailureOutput(r.failureOutput);
+  return out ? { failure_output: out } : {};
 }
 
 /** A digest shortened for sentences: `sha256:0123456789ab`. */

@@ -8,6 +8,7 @@ import { serviceRuns } from "./tables";
 export { deployService, rollbackService } from "./deploy";
 export { listTimeline } from "./timeline";
 export { serviceLogLines, type ServiceLogLine } from "./logs";
+export { isErrorHead } from "./log-records";
 export { observeService } from "./status";
 export { nodesReport } from "./nodes-report";
 export { onRolloutFinished, type Verdict } from "./rollout";

@@ -6,7 +6,7 @@
 import type { Core } from "../../core/core";
 import type { ResolveContext } from "../../core/authz/plugin";
 import { buildDetail, buildLog, cancelBuild, createBuild, environmentOfBuild, listBuilds, type BuildResponse } from "../builds/service";
-import { deployService, listTimeline, nodesReport, rollbackService } from "../deployments/service";
+import { deployService, isErrorHead, listTimeline, nodesReport, rollbackService } from "../deployments/service";
 import { READS, changes, count, envOf, type ToolSpec } from "./tool-kit";
 
 const PROJECT = { slug: "project" };
@@ -111,7 +111,12 @@ export const DELIVERY_TOOLS: ToolSpec[] = [
     permission: "deployments.read",
     annotations: READS,
     run: (c) => listTimeline(c.core, c.project, envOf(c), c.query.service || null, c.query.limit ?? 50),
-    text: (r: Array<{ service: string; state_text: string }>, c) => `${count(r.length, "event")} in ${c.project.slug}/${envOf(c)}${r.length ? `; newest: ${r[0].service}: ${r[0].state_text}` : ""}.`,
+    text: (r: Array<{ service: string; state_text: string; deployment?: { failure_output?: Array<{ process: string; lines: string[] }> } | null }>, c) => {
+      // A failed rollout's reason: the last line its failed process printed that says something.
+      const failed = r[0]?.deployment?.failure_output?.[0];
+      const said = failed?.lines.find((l) => isErrorHead(l)) ?? failed?.lines.filter((l) => l.trim() !== "").at(-1);
+      return `${count(r.length, "event")} in ${c.project.slug}/${envOf(c)}${r.length ? `; newest: ${r[0]!.service}: ${r[0]!.state_text}` : ""}${said ? `; ${failed!.process} printed: ${said.slice(0, 300)}` : ""}.`;
+    },
   },
   {
     name: "nodes_list",
