@@ -12,6 +12,7 @@ import { tokensListCommand, tokensMintCommand, tokensRevokeCommand } from "./tok
 import { deployCommand, logsCommand, rollbackCommand } from "./delivery";
 import { mcpCommand } from "./mcp";
 import { buildsCommand } from "./builds";
+import { alertsCommand } from "./alerts";
 import { nodesCommand, statusCommand } from "./status";
 
 /**
@@ -43,4 +44,4 @@ function withCliErrors(c: Command): Command {
   };
 }
 
-export const CLIENT_COMMANDS: readonly Command[] = [loginCommand, whoamiCommand, logoutCommand, updateCommand, tokensListCommand, tokensMintCommand, tokensRevokeCommand, logsCommand, buildsCommand, statusCommand, nodesCommand, deployCommand, rollbackCommand, mcpCommand].map(withCliErrors);
+export const CLIENT_COMMANDS: readonly Command[] = [loginCommand, whoamiCommand, logoutCommand, updateCommand, tokensListCommand, tokensMintCommand, tokensRevokeCommand, logsCommand, buildsCommand, alertsCommand, statusCommand, nodesCommand, deployCommand, rollbackCommand, mcpCommand].map(withCliErrors);

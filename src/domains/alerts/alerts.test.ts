@@ -13,6 +13,8 @@ import { tx } from "../../core/db/client";
 import { notify } from "../notifications/service";
 import { appendPlatformLogs } from "../observability/service";
 import { EVALUATE_TASK } from "./service";
+import { CLIENT_COMMANDS } from "../../cli";
+import { connectHttp, call, ok } from "../../../test/mcp-fixtures";
 
 interface Received {
   path: string;
@@ -292,5 +294,52 @@ describe("log rules and notices", () => {
     // Slack did not ask for build.failed.
     const kinds = (await expectStatus(await api("GET", shop("alert-deliveries?channel=slack"), member), 200)).map((d: { event: string }) => d.event);
     expect(kinds).not.toContain("build.failed");
+  });
+});
+
+describe("ops alerts", () => {
+  async function ops(args: string[], flags: Record<string, string | boolean> = {}) {
+    let out = "";
+    let err = "";
+    const code = await CLIENT_COMMANDS.find((c) => c.name === "alerts")!.run({ args, flags: { project: "shop", ...flags }, env: { OPS_SERVER: t.url, OPS_TOKEN: member.session, HOME: t.dataDir }, cwd: t.dataDir, stdout: (s) => (out += s), stderr: (s) => (err += s) });
+    return { code, out, err };
+  }
+
+  test("lists rules with their state, channels without their URL, and deliveries with their failures", async () => {
+    const rules = await ops([]);
+    expect(rules.code).toBe(0);
+    expect(rules.out).toMatch(/^NAME\s+KIND\s+STATE/);
+    expect(rules.out).toMatch(/5xx-rate\s+metric\s+firing\s+0\.9/);
+    const channels = await ops(["channels"]);
+    expect(channels.out).toMatch(new RegExp(`hook\\s+webhook\\s+http://127\\.0\\.0\\.1:${receiver.port}/…\\s+build\\.failed`));
+    expect(channels.out).not.toContain(SECRET_PATH);
+    const failed = await ops(["deliveries"], { channel: "broken", state: "failed" });
+    expect(failed.out).toMatch(/broken\s+alert\.firing\s+failed\s+5\s+500\s+the receiver answered 500: receiver down/);
+    const json = JSON.parse((await ops(["deliveries"], { json: true, limit: "2" })).out);
+    expect(json).toHaveLength(2);
+    expect((await ops(["nonsense"])).code).toBe(2);
+  });
+});
+
+describe("MCP tools", () => {
+  test("list_alert_rules and list_alert_deliveries answer what the API does; another project's member is refused", async () => {
+    const client = await connectHttp(t, member.session);
+    try {
+      const rules = await ok(client, "list_alert_rules", { project: "shop" });
+      expect(rules.items.map((r: { name: string }) => r.name).sort()).toEqual(["5xx-rate", "gateway"]);
+      const failed = await ok(client, "list_alert_deliveries", { project: "shop", state: "failed" });
+      expect(failed.items).toHaveLength(1);
+      expect(failed.items[0]).toMatchObject({ channel: "broken", state: "failed", status_code: 500 });
+      expect(JSON.stringify(await call(client, "list_alert_deliveries", { project: "shop" }))).not.toContain(SECRET_PATH);
+    } finally {
+      await client.close();
+    }
+    const other = await connectHttp(t, stranger.session);
+    try {
+      const denied = await call(other, "list_alert_rules", { project: "shop" });
+      expect(denied.isError).toBe(true);
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -11,8 +11,9 @@ import { PROJECT_TOOLS } from "./tools-project";
 import { RESOURCE_TOOLS } from "./tools-resources";
 import { DELIVERY_TOOLS } from "./tools-delivery";
 import { OBS_TOOLS } from "./tools-obs";
+import { ALERT_TOOLS } from "./tools-alerts";
 
-export const TOOL_SPECS: readonly ToolSpec[] = [...PROJECT_TOOLS, ...RESOURCE_TOOLS, ...DELIVERY_TOOLS, ...OBS_TOOLS];
+export const TOOL_SPECS: readonly ToolSpec[] = [...PROJECT_TOOLS, ...RESOURCE_TOOLS, ...DELIVERY_TOOLS, ...OBS_TOOLS, ...ALERT_TOOLS];
 
 const KEY = "mcp.tools";
 
