@@ -14,6 +14,7 @@ import { listSecrets, unitSecret } from "../secrets/service";
 import { runtimeOf, prepareImage, type ReplicaSpec, type ReplicaStatus, type RuntimeImage } from "../../adapters/runtime";
 import { ingressOf, type ServiceRoute, type Upstream } from "../../adapters/ingress";
 import { repositoryOf, serviceKeyOf } from "./rows";
+import { withOtelEnv } from "./otel-env";
 
 /** A service and the replicas serving it now. */
 export interface LiveService {
@@ -99,12 +100,14 @@ export async function startReplicas(core: Core, addr: ServiceAddress, service: R
     for (let i = 0; i < count; i++) {
       const seq = ((core.locals.get(SEQ) as number | undefined) ?? 0) + 1;
       core.locals.set(SEQ, seq);
+      // OTEL_* for this replica, with a credential of its own (otel-env.ts, decision 0651).
+      const own = await withOtelEnv(core, addr, deploymentId, env, image.config.env);
       const replica: ReplicaSpec = {
         id: `${addr.project.slug}.${addr.environment}.${addr.service}.${deploymentId}-${seq}`,
         image,
         command: spec.command ?? null,
-        env: env.env,
-        masked: env.masked,
+        env: own.env,
+        masked: own.masked,
         memoryMb: spec.limits?.memory_mb ?? null,
         cpus: spec.limits?.cpu ?? null,
         placement: spec.placement?.constraints ?? [],

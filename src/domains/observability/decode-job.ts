@@ -41,7 +41,7 @@ function decode(job: IngestJob, ctx: IngestContext): IngestOutcome {
 /** Decode one request: its outcome, and its rows when it could be read. */
 export function runJob(job: IngestJob): { outcome: ItemOutcome; batch: WriteBatch | null } {
   const denied = new Set(job.denied);
-  const ctx: IngestContext = { projectId: job.projectId, now: job.now, oldestMs: job.oldestMs, retentionDays: job.retentionDays, mayIngest: (env) => !denied.has(env) };
+  const ctx: IngestContext = { projectId: job.projectId, now: job.now, oldestMs: job.oldestMs, retentionDays: job.retentionDays, mayIngest: (env) => !denied.has(env), identity: job.identity };
   try {
     const r = decode(job, ctx);
     return { outcome: { ok: true, accepted: r.accepted, rejected: r.rejected, message: r.message }, batch: r.batch };

@@ -29,6 +29,11 @@ export interface IngestContext {
   retentionDays: number;
   /** Whether the caller may send telemetry of this environment (environment policies). */
   mayIngest(environment: string): boolean;
+  /**
+   * Set for a replica's credential: its resources are stored as this service and environment,
+   * whatever `service.name` and `deployment.environment.name` they carry (decision 0651).
+   */
+  identity?: { service: string; environment: string };
 }
 
 export interface IngestOutcome {
@@ -79,6 +84,10 @@ interface ResourceInfo {
 }
 
 function resourceInfo(res: Attributes, ctx: IngestContext): ResourceInfo {
+  if (ctx.identity) {
+    const { service, environment } = ctx.identity;
+    return { service, environment, host: kept(attrString(res, "host.name", "host.id") ?? "", 256), allowed: ctx.mayIngest(environment) };
+  }
   const environment = kept((attrString(res, "deployment.environment.name", "deployment.environment") ?? "production").trim(), 64) || "production";
   return {
     service: kept(attrString(res, "service.name") ?? "unknown_service", 128),

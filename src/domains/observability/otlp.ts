@@ -36,31 +36,47 @@ function encodingOf(request: Request): Encoding | null {
  * decodes, scrubs and writes it off this thread.
  */
 export async function handleExport(core: Core, signal: Signal, request: Request, auth: AuthContext): Promise<Response> {
-  const encoding = encodingOf(request);
-  if (!encoding) throw new OpsError("unsupported_media_type", "Send OTLP as application/x-protobuf or application/json.");
-  const ce = (request.headers.get("content-encoding") ?? "identity").trim().toLowerCase();
-  if (ce !== "gzip" && ce !== "identity" && ce !== "") throw new OpsError("unsupported_media_type", `Content-Encoding ${ce} is not supported; use gzip or none.`);
-  const writer = writerOf(core);
-  const caller = callerKey(auth.principal);
-  const body = await readExportBody(core, request, { gzip: ce === "gzip", json: encoding === "json", caller, full: () => writer.full() });
   const project = auth.project!;
   const grants = core.access.grants(auth.principal);
   // Environment policies: the project's environments where this caller may not send (any other
   // environment has no policy, so the project-level permission the macro checked holds there).
   const denied = project.environments.filter((environment) => !evaluate(auth.principal, grants, { kind: "project", projectId: project.id, environment }).permissions.has("obs.ingest"));
+  return exportInto(core, signal, request, { caller: callerKey(auth.principal), projectId: project.id, denied, identity: null });
+}
+
+/** Where an export goes and as whom: what `exportInto` needs besides the request. */
+export interface ExportTarget {
+  /** The sender's share of the intake's bounds (`callerKey`, or a replica credential's id). */
+  caller: string;
+  projectId: string;
+  /** Environments it may not send to. */
+  denied: string[];
+  /** A replica credential's service and environment: every resource is stored as these (decision 0651). */
+  identity: { service: string; environment: string } | null;
+}
+
+/** Read, bound and write one export request into `target`; the OTLP answer. */
+export async function exportInto(core: Core, signal: Signal, request: Request, target: ExportTarget): Promise<Response> {
+  const encoding = encodingOf(request);
+  if (!encoding) throw new OpsError("unsupported_media_type", "Send OTLP as application/x-protobuf or application/json.");
+  const ce = (request.headers.get("content-encoding") ?? "identity").trim().toLowerCase();
+  if (ce !== "gzip" && ce !== "identity" && ce !== "") throw new OpsError("unsupported_media_type", `Content-Encoding ${ce} is not supported; use gzip or none.`);
+  const writer = writerOf(core);
+  const body = await readExportBody(core, request, { gzip: ce === "gzip", json: encoding === "json", caller: target.caller, full: () => writer.full() });
   const now = core.clock.now();
   const outcome = await writer.submitExport(
     {
       signal,
       encoding,
       body,
-      projectId: project.id,
+      projectId: target.projectId,
       now,
       oldestMs: now - core.config.logRetentionDays * 86_400_000,
       retentionDays: core.config.logRetentionDays,
-      denied,
+      denied: target.denied,
+      ...(target.identity ? { identity: target.identity } : {}),
     },
-    caller,
+    target.caller,
   );
   if (!outcome.ok) throw new OpsError("bad_request", outcome.message);
   return exportResponse(signal, encoding, outcome.rejected, outcome.message);

@@ -3,7 +3,8 @@
  * console's histogram draws), `obs.read` evaluated "anywhere" and narrowed per project by the
  * service (visibility.ts), except one trace by id: any signed-in caller, narrowed alike, so that
  * a trace it may read none of is the spec's 404 (decision 0536); and the OTLP/HTTP ingest at `/otlp/v1/{logs,traces,metrics}`
- * (`obs.ingest` in the project the data goes to: the token's pin, else the project it names).
+ * (`obs.ingest` in the project the data goes to: the token's pin, else the project it names; a
+ * replica's own credential is answered before the macro, replica-intake.ts, decision 0651).
  */
 import { Elysia, t } from "elysia";
 import type { Core } from "../../core/core";
@@ -15,6 +16,8 @@ import { errors, ErrorBody } from "../../core/http-schemas";
 import { observabilityModels, LogsQuery, ScopeQuery, SeriesQuery, TraceParams, TracesQuery, VolumeQuery } from "./model";
 import { assertSingleProject, readLogs, readLogVolume, readMetricNames, readSeries, readServices, readTrace, readTraces } from "./reads";
 import { handleExport } from "./otlp";
+import { replicaIntake } from "./replica-intake";
+import type { Signal } from "./otlp-model";
 
 const limitOf = (n: number | undefined) => (n === undefined ? undefined : Math.floor(n));
 
@@ -144,15 +147,17 @@ const ExportHeaders = t.Object({
 });
 
 export function otlpRoutes(core: Core) {
-  const options = (summary: string) => ({
+  const options = (signal: Signal, summary: string) => ({
     permission: { key: "obs.ingest" as const, environment: "none" as const, project: ingestProject(core) },
     parse: rawParse,
+    // A replica's own credential (OTEL_EXPORTER_OTLP_HEADERS) is answered here, before the macro (decision 0651).
+    transform: replicaIntake(core, signal),
     headers: ExportHeaders,
     query: t.Object({ project: t.Optional(t.String()) }),
     detail: {
       summary,
       description:
-        "OTLP/HTTP: `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`; the answer comes in the request's encoding. Environment policies apply per resource (`deployment.environment.name`): records of an environment the caller may not send to are refused in the partial success.",
+        "OTLP/HTTP: `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`; the answer comes in the request's encoding. Environment policies apply per resource (`deployment.environment.name`): records of an environment the caller may not send to are refused in the partial success. A replica's own credential (the bearer ops puts in its `OTEL_EXPORTER_OTLP_HEADERS`) is accepted here and nowhere else: its records are stored as its project, environment and service.",
     },
     response: {
       200: t.Ref("OtlpExportResponse"),
@@ -169,7 +174,7 @@ export function otlpRoutes(core: Core) {
   return new Elysia({ prefix: "/otlp", tags: ["observability"] })
     .use(authzPlugin(core))
     .model(observabilityModels)
-    .post("/v1/logs", ({ request, auth }) => handleExport(core, "logs", request, auth), options("OTLP logs export"))
-    .post("/v1/traces", ({ request, auth }) => handleExport(core, "traces", request, auth), options("OTLP traces export"))
-    .post("/v1/metrics", ({ request, auth }) => handleExport(core, "metrics", request, auth), options("OTLP metrics export"));
+    .post("/v1/logs", ({ request, auth }) => handleExport(core, "logs", request, auth), options("logs", "OTLP logs export"))
+    .post("/v1/traces", ({ request, auth }) => handleExport(core, "traces", request, auth), options("traces", "OTLP traces export"))
+    .post("/v1/metrics", ({ request, auth }) => handleExport(core, "metrics", request, auth), options("metrics", "OTLP metrics export"));
 }

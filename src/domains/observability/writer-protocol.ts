@@ -18,6 +18,8 @@ export interface IngestJob {
   retentionDays: number;
   /** Environments where the caller may not send (environment policies); any other is allowed. */
   denied: string[];
+  /** A replica credential's service and environment: every resource's own are overridden (decision 0651). */
+  identity?: { service: string; environment: string };
 }
 
 /** What one write carries: export requests, and rows made on the HTTP thread (platform logs) as JSON text. */
