@@ -23,6 +23,7 @@ import { SharedEditor } from "./screens/translations-shared";
 import { LogsPage } from "./screens/obs/logs";
 import { TracesPage } from "./screens/obs/traces";
 import { MetricsPage } from "./screens/obs/metrics";
+import { AlertsPage } from "./screens/alerts";
 import { ModulesSection } from "./screens/modules";
 import { ResourceList } from "./screens/resources";
 import { ResourcePage } from "./screens/resource";
@@ -86,6 +87,7 @@ export const SECTIONS: Section[] = [
   { id: "logs", label: "Logs", needs: "obs.read", page: (p) => <LogsPage {...p} /> },
   { id: "traces", label: "Traces", needs: "obs.read", page: (p) => <TracesPage {...p} /> },
   { id: "metrics", label: "Metrics", needs: "obs.read", page: (p) => <MetricsPage {...p} /> },
+  { id: "alerts", label: "Alerts", needs: "obs.read", page: (p) => <AlertsPage {...p} /> },
   { id: "modules", label: "Modules", needs: "packages.read", page: (p) => <ModulesSection {...p} /> },
   {
     id: "packages",
