@@ -22,6 +22,7 @@ import { startEngine, waitFor, type EngineCluster } from "./support/engine-clust
 import { busyboxTar, goApp } from "./support/engine-images";
 import { runtimeContract } from "./support/runtime-contract";
 import { prepareImage } from "../src/adapters/runtime";
+import { issueRuntimePullToken } from "../src/domains/registries/service";
 import { createDockerRuntime, type DockerRuntimeOptions } from "../src/adapters/runtime/docker";
 import { freeLoopbackPort } from "../src/adapters/runtime/process";
 import type { ReplicaStatus, RuntimeImage } from "../src/adapters/runtime/types";
@@ -118,6 +119,17 @@ describe("docker runtime", () => {
       expect(await containersOf(owner)).toEqual([]);
     }
   }, 60_000);
+
+  test("as ops serve wires it: the engine pulls with ops's pull-only token of the image's repository, and one of another repository is refused", async () => {
+    const repo = `${w.cast.project.slug}/web`;
+    const wrong = createDockerRuntime({ ...options(w), owner: "runtime-token-wrong", registryAuth: async () => ({ registrytoken: await issueRuntimePullToken(w.t.core, "another/web", 300), serveraddress: w.registry }) });
+    await expect(wrong.start({ id: "wrong-web", image: w.spare })).rejects.toThrow(/could not pull/i);
+    expect(await containersOf("runtime-token-wrong")).toEqual([]);
+    const rt = createDockerRuntime({ ...options(w), owner: "runtime-token", registryAuth: async () => ({ registrytoken: await issueRuntimePullToken(w.t.core, repo, 300), serveraddress: w.registry }) });
+    const st = await rt.start({ id: "token-web", image: w.spare });
+    await waitFor("running", () => rt.status(st.id)?.state === "running", 30_000, 100);
+    expect((await rt.stop(st.id, 1000))?.state).toBe("stopped");
+  }, 90_000);
 
   test("a reference that is not by digest never reaches the engine", async () => {
     const rt = createDockerRuntime(options(w, { owner: "refs" }));
