@@ -2,7 +2,8 @@
  * The observability domain: OTLP/HTTP ingest of logs, traces and metrics into telemetry.db (written
  * by its own thread), log search, traces, metric series with rollups, retention and the size
  * budget, and `appendPlatformLogs` for the lines ops itself writes for a project (service.ts).
- * Decisions: docs/decisions/0415-observability.md.
+ * Decisions: docs/decisions/0415-observability.md, 0651-otel-wired-into-replicas.md (a replica's own
+ * ingest credential).
  */
 import { Elysia } from "elysia";
 import type { DomainModule } from "../../core/core";
