@@ -13,6 +13,8 @@ import { createTestApp, expectStatus, type TestApp } from "./harness";
 import { buildsDataDir, buildWorld, SAMPLE_APP, type BuildWorld } from "./builds-fixtures";
 import { defaultHostOf, listenIngress, viaIngress } from "./deploy-fixtures";
 import { launchChromium, shot, WallClock } from "./chromium";
+import { recordIngressMetrics } from "../src/domains/deployments/ingress-metrics";
+import { existingWriter } from "../src/domains/observability/writer";
 
 setDefaultTimeout(180_000);
 
@@ -149,9 +151,18 @@ describe("deploy a build from the console", () => {
     expect(text.indexOf("starting v3")).toBeLessThan(text.indexOf("Error: DATABASE_URL is not set"));
     await shot(page, "build-failure-output");
     await page.getByRole("link", { name: "All its lines in Logs" }).waitFor();
-    // The service page says it too, above its facts; v1 keeps serving.
+    // The service page says it too, above its facts; v1 keeps serving. Its Traffic line reads the
+    // ingress's request metrics (written every 10 s under ops serve; read once here).
+    const served = 7;
+    for (let i = 0; i < served; i++) await answer();
+    await recordIngressMetrics(t.core);
+    await existingWriter(t.core)?.flush();
     await page.goto(`${t.url}/projects/${w.ctx.slug}/deployments/web?environment=production`);
     await page.locator("#last-failure").waitFor();
+    const traffic = page.locator(".traffic");
+    await traffic.waitFor();
+    const [, count] = /^(\d+) requests? in the last hour, 0 answered 5xx; p95 \d+ ms/.exec(await traffic.innerText()) ?? [];
+    expect(Number(count)).toBeGreaterThanOrEqual(served);
     expect(await page.locator(".failure-output pre").first().innerText()).toContain("Error: DATABASE_URL is not set");
     expect(await answer()).toStartWith("v1 ");
     await context.close();

@@ -164,6 +164,20 @@ describe("push to deploy", () => {
     expect(await answer()).toBe("200 v2");
   });
 
+  test("the ingress's request metrics reach Metrics from the data plane's ingress processes, with no telemetry in the app", async () => {
+    const before = Date.now();
+    for (let i = 0; i < 50; i++) expect(await answer()).toBe("200 v2");
+    const from = new Date(before - 3_600_000).toISOString();
+    const total = await until("the ingress's request count in Metrics", async () => {
+      const s = await api<any>("GET", `/api/v1/obs/metrics/series?project=shop&environment=production&service=web&name=ops.ingress.requests&from=${from}`);
+      const last = (s.series as any[]).flatMap((x) => x.points).filter((p: any) => p.value !== null).at(-1)?.value ?? 0;
+      return last >= 50 ? last : null;
+    }, 40_000);
+    expect(total).toBeGreaterThanOrEqual(50);
+    const p95 = await api<any>("GET", `/api/v1/obs/metrics/series?project=shop&environment=production&service=web&name=ops.ingress.request.duration.p95&from=${from}`);
+    expect((p95.series as any[]).flatMap((x) => x.points).some((p: any) => p.value !== null && p.value > 0)).toBe(true);
+  });
+
   test("v3 fails its health check: v2 keeps answering, the timeline says rolled_back (health), a notice", async () => {
     await pushVersion("v3", false);
     const row = await rowOf("v3", ["healthy", "failed", "rolled_back", "refused"]);

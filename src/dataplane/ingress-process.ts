@@ -9,6 +9,7 @@
  * Both halves live here: `runIngressProcess` (the child) and `startIngressProcess` (the
  * supervisor's handle on it).
  */
+import { sumServiceStats } from "../adapters/ingress/service-stats";
 import { createIngress, type Ingress } from "../adapters/ingress/ingress";
 import { ingressOptions } from "../adapters/ingress";
 import { serviceKey, type ServiceEntry, type ServiceRef } from "../adapters/ingress/table";
@@ -51,6 +52,7 @@ export function statsOf(ingress: Ingress): IngressStats {
     metrics: { ...ingress.metrics() },
     exchanges: ingress.exchanges(),
     inflight: [...seen.values()].map((u) => ({ ...u, requests: ingress.inflight(u), websockets: ingress.websockets(u) })),
+    services: ingress.serviceStats(),
   };
 }
 
@@ -178,7 +180,7 @@ function sumStats(all: IngressStats[]): IngressStats | null {
       inflight.set(key, had ? { ...had, requests: had.requests + i.requests, websockets: had.websockets + i.websockets } : { ...i });
     }
   }
-  return { metrics, exchanges: all.reduce((n, s) => n + s.exchanges, 0), inflight: [...inflight.values()] };
+  return { metrics, exchanges: all.reduce((n, s) => n + s.exchanges, 0), inflight: [...inflight.values()], services: sumServiceStats(all.map((s) => s.services ?? [])) };
 }
 
 /**

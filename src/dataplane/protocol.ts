@@ -6,6 +6,7 @@
  * counters) to the control plane that is attached. The version is checked first thing: a control
  * plane never drives a data plane that speaks another version (it stops it and starts its own).
  */
+import type { ServiceStat } from "../adapters/ingress/service-stats";
 import type { ServiceEntry, ServiceRef } from "../adapters/ingress/table";
 import type { IngressMetrics } from "../adapters/ingress/types";
 import type { OutputStream, ReplicaSpec, ReplicaStatus } from "../adapters/runtime/types";
@@ -119,6 +120,8 @@ export interface IngressStats {
   metrics: IngressMetrics;
   exchanges: number;
   inflight: Array<{ host: string; port: number; requests: number; websockets: number }>;
+  /** Per service, cumulative over the live ingress processes (absent from an older data plane). */
+  services?: ServiceStat[];
 }
 
 export interface Events {

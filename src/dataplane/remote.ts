@@ -189,6 +189,9 @@ export function remoteIngress(link: DataPlaneLink, log: Logger): Ingress & { rea
     metrics() {
       return stats?.metrics ?? ZERO;
     },
+    serviceStats() {
+      return stats?.services ?? [];
+    },
     drained(upstreams, timeoutMs) {
       return link.channel.request("ingress.drained", { upstreams: upstreams.map((u) => ({ host: u.host, port: u.port })), timeoutMs }).catch(() => true);
     },

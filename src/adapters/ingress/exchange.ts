@@ -31,6 +31,7 @@ export function startExchange(ctx: Ctx, c: Client, req: RequestHead, forward: st
   }
   const ups = candidates(ctx, target);
   if (ups.length === 0) {
+    ctx.stats.record(target.service, 502, 0, 0);
     respond(ctx, c, badGatewayPage(target.service, "It has no healthy replica."), req);
     return;
   }
@@ -57,6 +58,7 @@ export function startExchange(ctx: Ctx, c: Client, req: RequestHead, forward: st
     replayed: false,
     finished: false,
     reason: "",
+    startedAt: performance.now(),
   };
   c.ex = ex;
   ctx.exchanges++;
@@ -129,6 +131,7 @@ function unreachable(ctx: Ctx, ex: Exchange, reason: string): void {
   ctx.downUntil.set(ex.key, Date.now() + ctx.settings.downMs);
   ex.reason = reason;
   ctx.metrics.upstreamFailures++;
+  ctx.stats.upstreamError(ex.target.service, reason);
   ctx.log?.warn("ingress upstream failed", { service: ex.target.key, upstream: ex.key, err: reason });
   uncount(ctx, ex);
   tryNext(ctx, ex);
@@ -235,6 +238,7 @@ export function settle(ctx: Ctx, ex: Exchange, keep: boolean | null): Client {
 /** The exchange is over: its connection goes back to the pool and the client's next request starts. */
 export function finish(ctx: Ctx, ex: Exchange): void {
   if (ex.finished) return;
+  ctx.stats.record(ex.target.service, ex.res?.status ?? 0, performance.now() - ex.startedAt, ex.received);
   if (ctx.downUntil.size > 0) ctx.downUntil.delete(ex.key);
   const c = settle(ctx, ex, ex.reqDone);
   if (c.closeAfter || ex.req.close || ctx.stopping) {
@@ -251,6 +255,7 @@ export function finish(ctx: Ctx, ex: Exchange): void {
 /** The exchange cannot go on: answer with `page` if nothing was answered yet, else cut the client. */
 export function fail(ctx: Ctx, ex: Exchange, page: Page): void {
   if (ex.finished) return;
+  ctx.stats.record(ex.target.service, ex.answered ? (ex.res?.status ?? page.status) : page.status, performance.now() - ex.startedAt, ex.received);
   const c = settle(ctx, ex, false);
   if (ex.answered) {
     c.buf = null;

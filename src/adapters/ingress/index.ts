@@ -78,3 +78,4 @@ export async function startIngressTls(core: Core): Promise<Ingress | null> {
     return null;
   }
 }
+export { LATENCY_BOUNDS_MS, type ServiceStat } from "./service-stats";

@@ -14,6 +14,7 @@
  * reference. An unknown host is a 404 page; a service none of whose replicas answers, a 502 page
  * naming it; a request the ingress will not relay, a 4xx page, and the connection is closed.
  */
+import { serviceStats, type ServiceStat } from "./service-stats";
 import type { TCPSocketListener } from "bun";
 import type { Logger } from "../../core/log";
 import { compileTable, serviceKey, type RouteConflict, type ServiceEntry, type ServiceRef } from "./table";
@@ -76,6 +77,8 @@ export interface Ingress {
   exchanges(): number;
   /** What the ingress counted: connections, requests, and every limit it enforced. */
   metrics(): Readonly<IngressMetrics>;
+  /** Per service, cumulative since this ingress started: requests by status class, latency, bytes, upstream errors. */
+  serviceStats(): ServiceStat[];
   /** Resolves true once no HTTP request is in flight to any of `upstreams`, false after `timeoutMs`. */
   drained(upstreams: ReadonlyArray<{ host: string; port: number }>, timeoutMs: number): Promise<boolean>;
   /** Start listening (throws when the address cannot be bound). */
@@ -121,6 +124,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     clients: new Set(),
     perAddress: new Map(),
     exchanges: 0,
+    stats: serviceStats(),
     metrics: { connections: 0, accepted: 0, refusedPerAddress: 0, refusedTotal: 0, requests: 0, badRequests: 0, headTimeouts: 0, idleTimeouts: 0, bodyTimeouts: 0, sendTimeouts: 0, credentialsStripped: 0, upstreamFailures: 0 },
     stopping: false,
     turn: 0,
@@ -167,6 +171,7 @@ export function createIngress(opts: IngressOptions = {}): Ingress {
     websockets: (u) => ctx.replicas.get(key(u))?.websockets ?? 0,
     exchanges: () => ctx.exchanges,
     metrics: () => ({ ...ctx.metrics }),
+    serviceStats: () => ctx.stats.snapshot(),
     async drained(upstreams, timeoutMs) {
       const end = Date.now() + timeoutMs;
       for (;;) {

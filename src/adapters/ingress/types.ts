@@ -3,6 +3,7 @@
  * response), a connection to a replica and the per-replica pool, and the context holding them.
  * listener.ts owns clients, pool.ts replica connections, exchange.ts what flows between them.
  */
+import type { ServiceStats } from "./service-stats";
 import type { Logger } from "../../core/log";
 import type { ChunkedDecoder } from "./chunked";
 import type { RequestHead } from "./request-parser";
@@ -106,6 +107,8 @@ export interface Exchange {
   replayed: boolean;
   finished: boolean;
   reason: string;
+  /** When its head arrived (performance.now()), for the service's latency histogram. */
+  startedAt: number;
 }
 
 /**
@@ -201,6 +204,8 @@ export interface Handlers {
 
 export interface Ctx {
   log: Logger | undefined;
+  /** Per service: requests by status class, latency, bytes, upstream errors (service-stats.ts). */
+  stats: ServiceStats;
   /** Entry points of exchange.ts, relay.ts and listener.ts (see Handlers). */
   on: Handlers;
   settings: Settings;

@@ -14,6 +14,7 @@ import { EnvironmentPicker } from "../widgets/environment-picker";
 import { Denied } from "../widgets/guard";
 import { short, StatusBadge, TimelineTable, type ServiceInfo, type TimelineEntry } from "../widgets/services";
 import { FailureOutput } from "../widgets/failure-output";
+import { Traffic } from "../widgets/traffic";
 import { escapeForTerminal } from "../../core/terminal-text";
 
 interface BuildInfo {
@@ -186,6 +187,10 @@ export function ServicePage(props: { project: ProjectInfo; service: string; quer
             </dd>
             <dt>Replicas</dt>
             <dd>{d.replicas_wanted ?? svc.spec.replicas ?? 1} wanted</dd>
+            <dt>Traffic</dt>
+            <dd>
+              <Traffic slug={slug} environment={env} service={props.service} />
+            </dd>
             <dt>Health check</dt>
             <dd>{svc.spec.health_check_path ? <code>{svc.spec.health_check_path}</code> : "the port accepts connections"}</dd>
             <dt>Open</dt>

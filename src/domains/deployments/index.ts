@@ -18,6 +18,7 @@ import { recoverAfterRestart } from "./recover";
 import { flushServiceLogs, keepLine, ringStopped } from "./logs";
 import { scheduleStatusWrite } from "./status";
 import { maskedOfReplica, rerouteIfMoved } from "./live";
+import { startIngressMetrics } from "./ingress-metrics";
 import { installBuildHandOff, settleBuildVerdicts } from "./builds";
 import { installImagePlacement } from "../registries/service";
 import { environmentsRunning } from "./service";
@@ -57,6 +58,8 @@ export const deploymentsModule: DomainModule = {
     core.locals.set(MASKED_OF_LOCAL, ((labels) => maskedOfReplica(core, labels)) satisfies MaskedOf);
     await takeOnEngineReplicas(core);
     recoverAfterRestart(core);
+    // Request metrics per service from the ingress (ingress-metrics.ts).
+    startIngressMetrics(core);
     settleBuildVerdicts(core);
   },
   routes: deploymentsRoutes,

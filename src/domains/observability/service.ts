@@ -11,7 +11,7 @@ import { keyable } from "./keys";
 import { scrub, scrubPersonal } from "./scrub";
 import { SecretLineFilter } from "../../core/secret-redact";
 import { MAX_MESSAGE_CHARS, FUTURE_SLACK_MS } from "./ingest";
-import { severityRange, type LevelName, type LogRow } from "./rows";
+import { severityRange, type LevelName, type LogRow, type PointRow } from "./rows";
 import { writerOf } from "./writer";
 
 export { readScope, type Scope } from "./visibility";
@@ -97,6 +97,55 @@ export function appendPlatformLogs(core: Core, entries: readonly PlatformLogEntr
   }
   try {
     return writerOf(core).submit({ logs, spans: [], points: [] }, bytes);
+  } catch (e) {
+    return Promise.reject(e instanceof OpsError ? e : new OpsError("unavailable", "Telemetry could not be written."));
+  }
+}
+
+/** A metric point ops measured itself (the ingress's request metrics): a counter's increase, or a gauge's level. */
+export interface PlatformPoint {
+  /** The project's id. */
+  project: string;
+  environment: string;
+  service: string;
+  name: string;
+  kind: "counter" | "gauge" | "histogram";
+  unit: string;
+  attrs: Record<string, string>;
+  timestamp: number;
+  /** Counters: the increase since the last point; gauges: the level. */
+  value: number | null;
+  /** Histograms: the increase of the count and sum since the last point, and this interval's bucket counts. */
+  count?: number;
+  sum?: number;
+  buckets?: { bounds: readonly number[]; counts: readonly number[] };
+}
+
+/**
+ * Write metric points into the telemetry store as ingested points are (counters and histograms as
+ * deltas the writer folds into each series' running total, gauges as levels). Resolves when they
+ * are committed; rejects as `appendPlatformLogs` does.
+ */
+export function appendPlatformPoints(core: Core, points: readonly PlatformPoint[]): Promise<void> {
+  const rows: PointRow[] = points.map((p) => ({
+    ms: p.timestamp,
+    project: p.project,
+    environment: p.environment,
+    service: scrub(p.service),
+    name: p.name,
+    kind: p.kind,
+    unit: p.unit,
+    attrs: JSON.stringify(Object.fromEntries(Object.entries(p.attrs).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))),
+    delta: p.kind !== "gauge",
+    value: p.value,
+    count: p.count ?? null,
+    sum: p.sum ?? null,
+    min: null,
+    max: null,
+    buckets: p.buckets ? JSON.stringify({ bounds: p.buckets.bounds, counts: p.buckets.counts }) : null,
+  }));
+  try {
+    return writerOf(core).submit({ logs: [], spans: [], points: rows }, rows.length * 160);
   } catch (e) {
     return Promise.reject(e instanceof OpsError ? e : new OpsError("unavailable", "Telemetry could not be written."));
   }
