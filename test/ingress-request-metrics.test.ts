@@ -8,10 +8,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, expectStatus, type TestApp } from "./harness";
-import { makePerson, makeProject } from "./fixtures";
+import { makeOwner, makePerson, makeProject } from "./fixtures";
 import { defaultHostOf, listenIngress, pushApp, viaIngress } from "./deploy-fixtures";
 import { quantileOf, recordIngressMetrics } from "../src/domains/deployments/ingress-metrics";
 import { existingWriter } from "../src/domains/observability/writer";
+import { EVALUATE_TASK } from "../src/domains/alerts/service";
 
 let t: TestApp;
 let slug: string;
@@ -86,6 +87,34 @@ describe("request metrics from the ingress", () => {
     expect(lastValue(s)).toBe(before + 1);
     expect(lastValue(await series("ops.ingress.responses.5xx"))).toBe(1);
     expect(lastValue(await series("ops.ingress.responses.2xx"))).toBe(before);
+  }, 60_000);
+
+  test("an alert rule on the ingress's 5xx rate fires to a webhook, with no telemetry in the app", async () => {
+    const got: Array<{ type: string; rule: { name: string; value: number } }> = [];
+    const receiver = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async (r) => (got.push((await r.json()) as (typeof got)[number]), new Response("ok")) });
+    try {
+      const estate = await makeOwner(t);
+      await expectStatus(await t.request("PUT", "/api/v1/estate/alert-settings", { token: estate.session, body: { allow_private_targets: ["127.0.0.1"] } }), 200);
+      const channel = await expectStatus<{ id: string }>(await req("POST", "/alert-channels", { name: "ops-hook", kind: "webhook", url: `http://127.0.0.1:${receiver.port}/hook` }), 201);
+      await expectStatus(await req("POST", "/alert-rules", { name: "5xx", kind: "metric", metric: "ops.ingress.responses.5xx", service: "web", environment: "production", threshold: 0.01, channels: [channel.id] }), 201);
+      // The service still has no replica: every request is a 502, read twice a minute apart.
+      for (let round = 0; round < 2; round++) {
+        for (let i = 0; i < 10; i++) expect((await viaIngress(ingress, defaultHostOf(slug, "web"), "/")).status).toBe(502);
+        t.clock.advance(60_000);
+        await recordIngressMetrics(t.core);
+      }
+      await existingWriter(t.core)?.flush();
+      await t.core.scheduler.runNow(EVALUATE_TASK);
+      for (let i = 0; i < 20 && got.length === 0; i++) {
+        await t.core.scheduler.runDue({ tasks: false });
+        await Bun.sleep(100);
+      }
+      expect(got.map((g) => g.type)).toEqual(["alert.firing"]);
+      expect(got[0]!.rule.name).toBe("5xx");
+      expect(got[0]!.rule.value).toBeGreaterThan(0.01);
+    } finally {
+      receiver.stop(true);
+    }
   }, 60_000);
 
   test("a histogram's quantiles: interpolated within the bucket that holds them", () => {
