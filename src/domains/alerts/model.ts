@@ -1,6 +1,6 @@
 /** Schemas of the alerts domain: channels, rules, silences, deliveries and the estate setting. */
 import { t } from "elysia";
-import { ErrorBody, IntParam } from "../../core/http-schemas";
+import { BodyInt, ErrorBody, IntParam } from "../../core/http-schemas";
 
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T, description?: string) => t.Optional(t.Union([s, t.Null()], description ? { description } : {}));
 const ChannelKind = t.Union([t.Literal("webhook"), t.Literal("slack"), t.Literal("discord")], { description: "webhook (signed JSON), slack (incoming webhook), discord (webhook)" });
@@ -37,10 +37,10 @@ const RuleFields = {
   metric: nullable(t.String({ maxLength: 256 }), "Metric rules: the metric's name"),
   op: t.Optional(t.Union([t.Literal("above"), t.Literal("below")], { description: "Default above" })),
   threshold: t.Number({ description: "Metric: the value (a counter's per-second rate); log: the count of matching lines" }),
-  for_seconds: t.Optional(t.Integer({ minimum: 0, maximum: 86_400, description: "Metric rules: how long the condition must hold before firing (default 0)" })),
+  for_seconds: t.Optional(BodyInt({ minimum: 0, maximum: 86_400, description: "Metric rules: how long the condition must hold before firing (default 0)" })),
   query: nullable(t.String({ maxLength: 512 }), "Log rules: case-insensitive substring of the message or target"),
   level: nullable(t.String({ maxLength: 64 }), "Log rules: level families, comma-separated"),
-  window_seconds: t.Optional(t.Integer({ minimum: 60, maximum: 86_400, description: "Log rules: the window the count is taken over (default 300)" })),
+  window_seconds: t.Optional(BodyInt({ minimum: 60, maximum: 86_400, description: "Log rules: the window the count is taken over (default 300)" })),
   channels: t.Array(t.String({ format: "uuid" }), { maxItems: 20, description: "Channel ids of this project" }),
   enabled: t.Optional(t.Boolean()),
 };
@@ -74,7 +74,7 @@ export type AlertRuleResponse = typeof AlertRuleResponse.static;
 
 export const CreateSilenceBody = t.Object({
   rule_id: nullable(t.String({ format: "uuid" }), "Absent or null: every rule of the project"),
-  minutes: t.Integer({ minimum: 1, maximum: 43_200, description: "How long, from now (at most 30 days)" }),
+  minutes: BodyInt({ minimum: 1, maximum: 43_200, description: "How long, from now (at most 30 days)" }),
   reason: t.Optional(t.String({ maxLength: 256 })),
 });
 export type CreateSilenceBody = typeof CreateSilenceBody.static;
