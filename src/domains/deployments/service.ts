@@ -12,6 +12,7 @@ export { isErrorHead } from "./log-records";
 export { observeService } from "./status";
 export { nodesReport } from "./nodes-report";
 export { onRolloutFinished, type Verdict } from "./rollout";
+export { rolloutVerdict } from "./verdict-wait";
 
 /**
  * The environments of a project where `service` runs `digest` now (replicas above zero), in the

@@ -6,7 +6,7 @@
 import type { Core } from "../../core/core";
 import type { ResolveContext } from "../../core/authz/plugin";
 import { buildDetail, buildLog, cancelBuild, createBuild, environmentOfBuild, listBuilds, type BuildResponse } from "../builds/service";
-import { deployService, isErrorHead, listTimeline, nodesReport, rollbackService } from "../deployments/service";
+import { deployService, isErrorHead, listTimeline, nodesReport, rollbackService, rolloutVerdict } from "../deployments/service";
 import { READS, changes, count, envOf, type ToolSpec } from "./tool-kit";
 
 const PROJECT = { slug: "project" };
@@ -83,13 +83,16 @@ export const DELIVERY_TOOLS: ToolSpec[] = [
   {
     name: "deploy",
     title: "Deploy a service",
-    description: "Roll a service out to a signed image: a digest, or the image of one of its builds (`build_id`).",
+    description: "Roll a service out to a signed image: a digest, or the image of one of its builds (`build_id`). Under `ops serve` it answers with the rollout's verdict (up to 2 minutes): healthy, or rolled back or failed with what the new replicas printed last.",
     route: "POST /api/v1/projects/:slug/resources/service/:name/deploy",
     args: { rename: SERVICE, omit: ["query.service", "limit"], describe },
     permission: "deployments.deploy",
     annotations: changes(true, false),
-    run: (c) => deployService(c.core, c.project, c.query.environment, c.params.name, c.body as { digest?: string | null; build_id?: number | null }, c.auth),
-    text: (r) => `Deploying ${r.service} in ${r.environment} to ${short(r.image_digest)}: ${r.rollout}.`,
+    run: async (c) => {
+      const d = await deployService(c.core, c.project, c.query.environment, c.params.name, c.body as { digest?: string | null; build_id?: number | null }, c.auth);
+      return (await rolloutVerdict(c.core, d.id, c.project.slug, VERDICT_WAIT_MS)) ?? d;
+    },
+    text: (r) => rolloutText("Deploying", "to", r),
   },
   {
     name: "rollback",
@@ -99,8 +102,11 @@ export const DELIVERY_TOOLS: ToolSpec[] = [
     args: { rename: SERVICE, omit: ["query.service", "limit"], describe },
     permission: "deployments.deploy",
     annotations: changes(true, false),
-    run: (c) => rollbackService(c.core, c.project, c.query.environment, c.params.name, c.body as { digest?: string | null } | undefined, c.auth),
-    text: (r) => `Rolling ${r.service} in ${r.environment} back to ${short(r.image_digest)}: ${r.rollout}.`,
+    run: async (c) => {
+      const d = await rollbackService(c.core, c.project, c.query.environment, c.params.name, c.body as { digest?: string | null } | undefined, c.auth);
+      return (await rolloutVerdict(c.core, d.id, c.project.slug, VERDICT_WAIT_MS)) ?? d;
+    },
+    text: (r) => rolloutText("Rolling back", "to", r),
   },
   {
     name: "timeline",
@@ -114,7 +120,7 @@ export const DELIVERY_TOOLS: ToolSpec[] = [
     text: (r: Array<{ service: string; state_text: string; deployment?: { failure_output?: Array<{ process: string; lines: string[] }> } | null }>, c) => {
       // A failed rollout's reason: the last line its failed process printed that says something.
       const failed = r[0]?.deployment?.failure_output?.[0];
-      const said = failed?.lines.find((l) => isErrorHead(l)) ?? failed?.lines.filter((l) => l.trim() !== "").at(-1);
+      const said = saidBy(failed);
       return `${count(r.length, "event")} in ${c.project.slug}/${envOf(c)}${r.length ? `; newest: ${r[0]!.service}: ${r[0]!.state_text}` : ""}${said ? `; ${failed!.process} printed: ${said.slice(0, 300)}` : ""}.`;
     },
   },
@@ -134,3 +140,20 @@ export const DELIVERY_TOOLS: ToolSpec[] = [
 ];
 
 type NodesReport = Awaited<ReturnType<typeof nodesReport>>;
+
+/** How long the deploy and rollback tools wait for the rollout's verdict. */
+const VERDICT_WAIT_MS = 120_000;
+
+/** The line a failed process printed that says why: its first error line, else its last line. */
+function saidBy(p: { lines: string[] } | undefined): string | undefined {
+  return p?.lines.find((l) => isErrorHead(l)) ?? p?.lines.filter((l) => l.trim() !== "").at(-1);
+}
+
+/** A deploy's or rollback's answer in a sentence: the verdict when it came, with the reason of a failure. */
+function rolloutText(what: string, to: string, r: { service: string; environment: string; image_digest: string; rollout: string; rollout_note?: string | null; failure_output?: Array<{ process: string; lines: string[] }> }): string {
+  const head = `${what} ${r.service} in ${r.environment} ${to} ${short(r.image_digest)}: ${r.rollout}`;
+  if (r.rollout === "healthy" || !r.rollout_note || ["queued", "starting", "releasing", "probing", "switching", "draining"].includes(r.rollout)) return `${head}.`;
+  const failed = r.failure_output?.[0];
+  const said = saidBy(failed);
+  return `${head}: ${r.rollout_note}${said ? `; ${failed!.process} printed: ${said.slice(0, 300)}` : ""}.`;
+}
