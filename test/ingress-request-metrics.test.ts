@@ -13,6 +13,7 @@ import { defaultHostOf, listenIngress, pushApp, viaIngress } from "./deploy-fixt
 import { quantileOf, recordIngressMetrics } from "../src/domains/deployments/ingress-metrics";
 import { existingWriter } from "../src/domains/observability/writer";
 import { EVALUATE_TASK } from "../src/domains/alerts/service";
+import { ingressOf } from "../src/adapters/ingress";
 
 let t: TestApp;
 let slug: string;
@@ -74,6 +75,29 @@ describe("request metrics from the ingress", () => {
     await recordIngressMetrics(t.core);
     expect(lastValue(await series("ops.ingress.requests"))).toBe(26);
   }, 60_000);
+
+  test("an open WebSocket through the ingress is an open connection of its service until it closes", async () => {
+    const ws = new WebSocket(ingress.replace(/^http/, "ws") + "/", { headers: { host: defaultHostOf(slug, "web") } } as unknown as string[]);
+    await new Promise<void>((resolve, reject) => {
+      ws.onopen = () => resolve();
+      ws.onerror = () => reject(new Error("the WebSocket did not open"));
+    });
+    const echoed = new Promise<string>((resolve) => (ws.onmessage = (m) => resolve(String(m.data))));
+    ws.send("ping");
+    expect(await echoed).toBe("echo:ping");
+    t.clock.advance(120_000); // a bucket of its own: a gauge's bucket is the average of its samples
+    await recordIngressMetrics(t.core);
+    expect(lastValue(await series("ops.ingress.connections.open"))).toBe(1);
+    const closed = new Promise<void>((resolve) => (ws.onclose = () => resolve()));
+    ws.close();
+    await closed;
+    // The tunnel ends on the ingress's side once both halves closed.
+    const entry = ingressOf(t.core).table().find((e) => e.service.project === slug && e.service.service === "web")!;
+    for (let i = 0; i < 100 && entry.upstreams.some((u) => ingressOf(t.core).websockets(u) > 0); i++) await Bun.sleep(20);
+    t.clock.advance(120_000); // a bucket of its own: a gauge's bucket is the average of its samples
+    await recordIngressMetrics(t.core);
+    expect(lastValue(await series("ops.ingress.connections.open"))).toBe(0);
+  }, 30_000);
 
   test("a service with no replica: its 502s are counted as 5xx", async () => {
     await expectStatus(await req("PUT", "/resources/service/web", { spec: { image: `${slug}/web`, health_check_path: "/healthz", replicas: 0 } }), 200);

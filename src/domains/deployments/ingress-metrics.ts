@@ -12,7 +12,9 @@
  *   read off the histogram's buckets (linear within a bucket), written when it had requests;
  * - `ops.ingress.response.bytes` (counter): bytes relayed from the replicas;
  * - `ops.ingress.upstream.errors` (counter, `kind` refused, timeout, reset, other);
- * - `ops.ingress.requests.inflight` (gauge): requests in flight to its replicas now.
+ * - `ops.ingress.requests.inflight` (gauge): requests in flight to its replicas now;
+ * - `ops.ingress.connections.open` (gauge): client connections being served by it now (a request
+ *   in flight or a WebSocket tunnel; an idle kept-alive connection belongs to no service).
  * A counter lower than at the last read means an ingress process started again: what it counted
  * since is the increase. Metrics reads, the service page and alert rules read these as any series.
  */
@@ -64,7 +66,12 @@ export async function recordIngressMetrics(core: Core, now = core.clock.now()): 
   const last = (core.locals.get(LAST) as Map<string, ServiceStat> | undefined) ?? new Map<string, ServiceStat>();
   const points: PlatformPoint[] = [];
   const inflight = new Map<string, number>();
-  for (const e of ingress.table()) inflight.set(`${e.service.project}\u0000${e.service.environment}\u0000${e.service.service}`, e.upstreams.reduce((n, u) => n + ingress.inflight(u), 0));
+  const tunnels = new Map<string, number>();
+  for (const e of ingress.table()) {
+    const k = `${e.service.project}\u0000${e.service.environment}\u0000${e.service.service}`;
+    inflight.set(k, e.upstreams.reduce((n, u) => n + ingress.inflight(u), 0));
+    tunnels.set(k, e.upstreams.reduce((n, u) => n + ingress.websockets(u), 0));
+  }
   const next = new Map<string, ServiceStat>();
   for (const s of stats) {
     next.set(keyOf(s), s);
@@ -89,6 +96,7 @@ export async function recordIngressMetrics(core: Core, now = core.clock.now()): 
     }
     for (const [kind, v] of Object.entries(d.upstreamErrors)) if (v > 0 || s.upstreamErrors[kind as keyof ServiceStat["upstreamErrors"]] > 0) counter("ops.ingress.upstream.errors", "1", v, { kind });
     points.push({ ...at, name: "ops.ingress.requests.inflight", kind: "gauge", unit: "1", attrs: {}, value: inflight.get(keyOf(s)) ?? 0 });
+    points.push({ ...at, name: "ops.ingress.connections.open", kind: "gauge", unit: "1", attrs: {}, value: (inflight.get(keyOf(s)) ?? 0) + (tunnels.get(keyOf(s)) ?? 0) });
   }
   core.locals.set(LAST, next);
   if (points.length > 0) await appendPlatformPoints(core, points);
