@@ -7,10 +7,11 @@
  * same way (the floor a Bun binary starts at). `OPS_BENCH_BEFORE=<an older ops binary>` adds that
  * binary on its own existing data dir. Medians of the rounds (`--runs N`, default 5).
  */
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort, runAloneTimes, type BenchContext } from "./lib";
+import { memoryOf, processTree } from "./proc-memory";
 
 export const name = "startup";
 export const description = "ops serve on an existing data dir: spawn to /readyz 200, idle RSS after 5 s, vs a bare Bun.serve binary";
@@ -24,37 +25,6 @@ interface Sample {
   treeRss: number;
   treePss: number;
   processes: number;
-}
-
-/** `pid` and every process below it. */
-function tree(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const n of readdirSync("/proc")) {
-    if (!/^\d+$/.test(n)) continue;
-    try {
-      const stat = readFileSync(`/proc/${n}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(n)]);
-    } catch {
-      // gone
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    out.push(p);
-    for (const c of children.get(p) ?? []) walk(c);
-  };
-  walk(pid);
-  return out;
-}
-
-function memory(pid: number): { rss: number; pss: number } {
-  try {
-    const text = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
-    return { rss: Number(/^Rss:\s+(\d+)/m.exec(text)?.[1] ?? 0), pss: Number(/^Pss:\s+(\d+)/m.exec(text)?.[1] ?? 0) };
-  } catch {
-    return { rss: 0, pss: 0 };
-  }
 }
 
 /** Spawn `argv` (`{port}` replaced), time it to `readyPath` answering 200, idle, measure, stop. */
@@ -82,15 +52,9 @@ async function sample(argv: string[], readyPath: string, env: Record<string, str
       if (readyMs < 0) await Bun.sleep(2);
     }
     await Bun.sleep(IDLE_MS);
-    const pids = tree(child.pid);
-    let treeRss = 0;
-    let treePss = 0;
-    for (const p of pids) {
-      const m = memory(p);
-      treeRss += m.rss;
-      treePss += m.pss;
-    }
-    return { readyMs, rss: memory(child.pid).rss, treeRss, treePss, processes: pids.length };
+    const pids = processTree(child.pid);
+    const all = memoryOf(pids);
+    return { readyMs, rss: memoryOf([child.pid]).rss, treeRss: all.rss, treePss: all.pss, processes: pids.length };
   } finally {
     if (child.exitCode === null) child.kill("SIGTERM");
     await child.exited;

@@ -11,8 +11,6 @@
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { createServer, connect, type Server } from "node:net";
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import { createTestApp, freePort, type TestApp } from "./harness";
 import { buildsDataDir, buildWorld, drain, type BuildWorld } from "./builds-fixtures";
 import { pushApp } from "./deploy-fixtures";
@@ -20,13 +18,9 @@ import { mintToken } from "./fixtures";
 import { startEngine, waitFor, type EngineCluster } from "./support/engine-cluster";
 import { busyboxRoot, BUSYBOX_CONFIG, pushLayout, writeLayout } from "./support/base-images";
 import type { BuildResponse } from "../src/domains/builds/model";
+import { recipeBlock } from "./support/recipes";
 
-const RECIPES = readFileSync(path.resolve(import.meta.dir, "../docs/guide/recipes.md"), "utf8");
 
-function block(recipe: string, file: string): string {
-  const section = RECIPES.split(/^## /m).find((s) => s.startsWith(recipe))!;
-  return new RegExp("`" + file.replace(/\./g, "\\.") + "`[^\\n]*\\n+```[a-z]*\\n([\\s\\S]*?)```").exec(section)![1];
-}
 
 let engine: EngineCluster;
 let t: TestApp;
@@ -84,8 +78,8 @@ async function create(ref: string, port: number, hostPort: number): Promise<stri
 
 describe("an image built on a base, on a bare engine", () => {
   test("a git push builds it; the engine pulls the digest from ops's registry and runs it as the image says", async () => {
-    const toml = block("A static Go app on a bare engine", "ops.toml").replace("[services.api]", "[services.web]").replace('base = "shop/', `base = "${w.ctx.slug}/`);
-    await w.local.commit({ "ops.toml": toml, "go.mod": block("Go", "go.mod"), "main.go": block("Go", "main.go") }, "Go on busybox");
+    const toml = recipeBlock("A static Go app on a bare engine", "ops.toml").replace("[services.api]", "[services.web]").replace('base = "shop/', `base = "${w.ctx.slug}/`);
+    await w.local.commit({ "ops.toml": toml, "go.mod": recipeBlock("Go", "go.mod"), "main.go": recipeBlock("Go", "main.go") }, "Go on busybox");
     await w.local.push("main");
     await drain(t);
     const [build] = (await (await w.ctx.req("GET", "/builds?environment=production&limit=1")).json()) as BuildResponse[];

@@ -36,18 +36,10 @@ import { deployments } from "../src/domains/deployments/tables";
 import { reconcile } from "../src/domains/sources/reconcile";
 import { SYSTEM_ACTOR } from "../src/core/audit";
 import type { BuildResponse } from "../src/domains/builds/model";
+import { recipeBlock } from "./support/recipes";
 
-const RECIPES = readFileSync(path.resolve(import.meta.dir, "../docs/guide/recipes.md"), "utf8");
 const SHARED = `bases${process.pid}`;
 
-/** The fenced block of recipes.md after the line naming `file` under the heading `recipe` (as test/recipes.test.ts reads them). */
-function block(recipe: string, file: string): string {
-  const section = RECIPES.split(/^## /m).find((s) => s.startsWith(recipe));
-  if (!section) throw new Error(`recipes.md has no section "${recipe}"`);
-  const m = new RegExp("`" + file.replace(/\./g, "\\.") + "`[^\\n]*\\n+```[a-z]*\\n([\\s\\S]*?)```").exec(section);
-  if (!m) throw new Error(`recipes.md's "${recipe}" shows no ${file}`);
-  return m[1];
-}
 
 let t: TestApp;
 let w: BuildWorld;
@@ -66,9 +58,9 @@ const inspect = async (ref: string, config = false) => {
 
 /** The recipe's files for service `web`, building on `base`. */
 function goApp(base: string): Record<string, string> {
-  const toml = block("A static Go app on a bare engine", "ops.toml").replace("[services.api]", "[services.web]").replace(/base = "shop\//, `base = "${w.ctx.slug}/`);
+  const toml = recipeBlock("A static Go app on a bare engine", "ops.toml").replace("[services.api]", "[services.web]").replace(/base = "shop\//, `base = "${w.ctx.slug}/`);
   if (!toml.includes(`base = "${base}"`)) throw new Error(`the recipe's ops.toml does not name ${base}: ${toml}`);
-  return { "ops.toml": toml, "go.mod": block("Go", "go.mod"), "main.go": block("Go", "main.go") };
+  return { "ops.toml": toml, "go.mod": recipeBlock("Go", "go.mod"), "main.go": recipeBlock("Go", "main.go") };
 }
 
 async function newest(env: string): Promise<BuildResponse> {

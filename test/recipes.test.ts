@@ -10,16 +10,16 @@
  * toolchain fails its build, and so the test.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { freePort, tempDir, waitFor } from "./harness";
 import { cloneUrl, git, workDir } from "./sources-git-helpers";
 import { runCli } from "../src/main";
+import { recipeBlock } from "./support/recipes";
 
 setDefaultTimeout(240_000);
 
 const MAIN = path.resolve(import.meta.dir, "../src/main.ts");
-const RECIPES = readFileSync(path.resolve(import.meta.dir, "../docs/guide/recipes.md"), "utf8");
 const EMAIL = "owner@ops.test";
 const PASSWORD = "recipes-owner-password";
 const root = tempDir("ops-recipes-");
@@ -30,14 +30,6 @@ let base = "";
 let child: ReturnType<typeof Bun.spawn> | null = null;
 let token = "";
 
-/** The fenced block of recipes.md that follows the line naming `file` under the heading `recipe`. */
-function block(recipe: string, file: string): string {
-  const section = RECIPES.split(/^## /m).find((s) => s.startsWith(recipe));
-  if (!section) throw new Error(`recipes.md has no section "${recipe}"`);
-  const m = new RegExp("`" + file.replace(/\./g, "\\.") + "`[^\\n]*\\n+```[a-z]*\\n([\\s\\S]*?)```").exec(section);
-  if (!m) throw new Error(`recipes.md's "${recipe}" shows no ${file}`);
-  return m[1];
-}
 
 async function api<T = any>(method: string, p: string, body?: unknown, expected?: number): Promise<T> {
   const res = await fetch(`${base}${p}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
@@ -109,10 +101,10 @@ afterAll(async () => {
 describe("docs/guide/recipes.md, pushed and run", () => {
   test("Node: npm ci, node server.js", async () => {
     const row = await pushRecipe("node-app", "web", {
-      "ops.toml": block("Node", "ops.toml"),
-      "package.json": block("Node", "package.json"),
-      "package-lock.json": block("Node", "package-lock.json"),
-      "server.js": block("Node", "server.js"),
+      "ops.toml": recipeBlock("Node", "ops.toml"),
+      "package.json": recipeBlock("Node", "package.json"),
+      "package-lock.json": recipeBlock("Node", "package-lock.json"),
+      "server.js": recipeBlock("Node", "server.js"),
     });
     expect({ state: row.state, text: row.state_text }).toMatchObject({ state: "healthy" });
     expect(await viaIngress("web")).toBe("200 hello from node");
@@ -120,9 +112,9 @@ describe("docs/guide/recipes.md, pushed and run", () => {
 
   test("Python in a venv: python3 -m venv .venv, .venv/bin/pip install, .venv/bin/python app.py", async () => {
     const row = await pushRecipe("py-app", "api", {
-      "ops.toml": block("Python in a virtual environment", "ops.toml"),
-      "requirements.txt": block("Python in a virtual environment", "requirements.txt"),
-      "app.py": block("Python in a virtual environment", "app.py"),
+      "ops.toml": recipeBlock("Python in a virtual environment", "ops.toml"),
+      "requirements.txt": recipeBlock("Python in a virtual environment", "requirements.txt"),
+      "app.py": recipeBlock("Python in a virtual environment", "app.py"),
     });
     expect({ state: row.state, text: row.state_text }).toMatchObject({ state: "healthy" });
     expect(await viaIngress("api")).toBe("200 hello from python");
@@ -132,9 +124,9 @@ describe("docs/guide/recipes.md, pushed and run", () => {
 
   test("Python with --target: pip install --target .deps, PYTHONPATH=.deps python3 app.py", async () => {
     const row = await pushRecipe("py-target-app", "pyt", {
-      "ops.toml": block("Python with `--target`", "ops.toml").replace("[services.api]", "[services.pyt]"),
-      "requirements.txt": block("Python in a virtual environment", "requirements.txt"),
-      "app.py": block("Python in a virtual environment", "app.py"),
+      "ops.toml": recipeBlock("Python with `--target`", "ops.toml").replace("[services.api]", "[services.pyt]"),
+      "requirements.txt": recipeBlock("Python in a virtual environment", "requirements.txt"),
+      "app.py": recipeBlock("Python in a virtual environment", "app.py"),
     });
     expect({ state: row.state, text: row.state_text }).toMatchObject({ state: "healthy" });
     expect(await viaIngress("pyt")).toBe("200 hello from python");
@@ -145,10 +137,10 @@ describe("docs/guide/recipes.md, pushed and run", () => {
       "site-app",
       "site",
       {
-        "ops.toml": block("A static site", "ops.toml"),
-        "package.json": block("A static site", "package.json"),
-        "package-lock.json": block("A static site", "package-lock.json"),
-        "build.js": block("A static site", "build.js"),
+        "ops.toml": recipeBlock("A static site", "ops.toml"),
+        "package.json": recipeBlock("A static site", "package.json"),
+        "package-lock.json": recipeBlock("A static site", "package-lock.json"),
+        "build.js": recipeBlock("A static site", "build.js"),
       },
       "/",
     );
@@ -160,9 +152,9 @@ describe("docs/guide/recipes.md, pushed and run", () => {
 
   test("Go: go build with the host's go, ./server", async () => {
     const row = await pushRecipe("go-app", "goapi", {
-      "ops.toml": block("Go", "ops.toml").replace("[services.api]", "[services.goapi]"),
-      "go.mod": block("Go", "go.mod"),
-      "main.go": block("Go", "main.go"),
+      "ops.toml": recipeBlock("Go", "ops.toml").replace("[services.api]", "[services.goapi]"),
+      "go.mod": recipeBlock("Go", "go.mod"),
+      "main.go": recipeBlock("Go", "main.go"),
     });
     expect({ state: row.state, text: row.state_text }).toMatchObject({ state: "healthy" });
     expect(await viaIngress("goapi")).toBe("200 hello from go");
@@ -170,10 +162,10 @@ describe("docs/guide/recipes.md, pushed and run", () => {
 
   test("Rust: cargo build --release --locked with the host's cargo, ./target/release/api", async () => {
     const row = await pushRecipe("rust-app", "rustapi", {
-      "ops.toml": block("Rust", "ops.toml").replace("[services.api]", "[services.rustapi]"),
-      "Cargo.toml": block("Rust", "Cargo.toml"),
-      "Cargo.lock": block("Rust", "Cargo.lock"),
-      "src/main.rs": block("Rust", "src/main.rs"),
+      "ops.toml": recipeBlock("Rust", "ops.toml").replace("[services.api]", "[services.rustapi]"),
+      "Cargo.toml": recipeBlock("Rust", "Cargo.toml"),
+      "Cargo.lock": recipeBlock("Rust", "Cargo.lock"),
+      "src/main.rs": recipeBlock("Rust", "src/main.rs"),
     });
     expect({ state: row.state, text: row.state_text }).toMatchObject({ state: "healthy" });
     expect(await viaIngress("rustapi")).toBe("200 hello from rust");

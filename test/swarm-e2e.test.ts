@@ -14,13 +14,14 @@
  * left on the swarm. One swarm, one server, one app.
  */
 import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { freePort, tempDir } from "./harness";
 import { cloneUrl, git, workDir } from "./sources-git-helpers";
 import { startSwarm, waitFor, type SwarmCluster } from "./support/engine-cluster";
 import { busyboxRoot, pushLayout, writeLayout } from "./support/base-images";
 import { runCli } from "../src/main";
+import { recipeBlock } from "./support/recipes";
 
 setDefaultTimeout(240_000);
 
@@ -29,7 +30,6 @@ const EMAIL = "owner@ops.test";
 const PASSWORD = "swarm-e2e-owner-password";
 const HOST = "web.production.shop.localhost";
 const INSTANCE = `e2e${process.pid}`;
-const RECIPES = readFileSync(path.resolve(import.meta.dir, "../docs/guide/recipes.md"), "utf8");
 
 const root = tempDir("ops-swarm-e2e-");
 chmodSync(root, 0o755);
@@ -42,19 +42,15 @@ let token = "";
 let repoDir = "";
 let registry = "";
 
-function block(recipe: string, file: string): string {
-  const section = RECIPES.split(/^## /m).find((s) => s.startsWith(recipe))!;
-  return new RegExp("`" + file.replace(/\./g, "\\.") + "`[^\\n]*\\n+```[a-z]*\\n([\\s\\S]*?)```").exec(section)![1]!;
-}
 
 /** The Go recipe answering `version` at / and `/healthz` with 200 (or 500). */
 function app(version: string, healthy = true): Record<string, string> {
-  const main = block("Go", "main.go")
+  const main = recipeBlock("Go", "main.go")
     .replace('w.Write([]byte("hello from go"))', `w.Write([]byte("${version}"))`)
     .replace('w.Write([]byte("ok"))', healthy ? 'w.Write([]byte("ok"))' : 'w.WriteHeader(500); w.Write([]byte("sick"))')
     .replace("\tif err := http.ListenAndServe", `\tos.Stdout.WriteString("${version} listening on " + os.Getenv("PORT") + "\\n")\n\tif err := http.ListenAndServe`);
-  const toml = block("A static Go app on a bare engine", "ops.toml").replace("[services.api]", "[services.web]");
-  return { "ops.toml": toml, "go.mod": block("Go", "go.mod"), "main.go": main };
+  const toml = recipeBlock("A static Go app on a bare engine", "ops.toml").replace("[services.api]", "[services.web]");
+  return { "ops.toml": toml, "go.mod": recipeBlock("Go", "go.mod"), "main.go": main };
 }
 
 async function api<T = any>(method: string, p: string, body?: unknown, expected?: number): Promise<T> {

@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { engineClient, type EngineClient } from "../../src/adapters/runtime/engine-api";
 import { busyboxTar } from "./engine-images";
+import { until } from "../runtime-fixtures";
 
 /** Debian's 20.10 daemon and client, by path: /usr/local/bin/docker here is a newer client. */
 export const DOCKERD = "/usr/sbin/dockerd";
@@ -47,19 +48,8 @@ export async function exec(argv: string[], opts: { env?: Record<string, string>;
 const ip = (...args: string[]) => exec(["ip", ...args]);
 
 /** Poll `check` every `every` ms until it returns a value (not undefined, null or false); fail after `ms`. */
-export async function waitFor<T>(what: string, check: () => T | false | null | undefined | Promise<T | false | null | undefined>, ms = 30_000, every = 200): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== null && v !== false) return v as T;
-    } catch (e) {
-      last = e;
-    }
-    await Bun.sleep(every);
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
+export function waitFor<T>(what: string, check: () => T | false | null | undefined | Promise<T | false | null | undefined>, ms = 30_000, every = 200): Promise<T> {
+  return until(what, check, ms, every);
 }
 
 export interface EngineNode {

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { constants } from "node:os";
 import type { SecretMasker } from "../../core/secret-mask";
+import { listeningAddresses } from "../sandbox/proc-net";
 import type { ReplicaExit, ReplicaSpec, ReplicaState, ReplicaStatus } from "./types";
 
 /** Limits every container gets unless its spec says otherwise (ops's sandbox limits, DESIGN §6). */
@@ -173,30 +174,15 @@ export function containerListens(pid: number, containerId: string, port: number)
   } catch {
     return null;
   }
-  const hex = port.toString(16).toUpperCase().padStart(4, "0");
-  for (const file of ["tcp", "tcp6"]) {
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${pid}/net/${file}`, "utf8");
-    } catch {
-      continue;
-    }
-    for (const line of text.split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 4 || f[3] !== "0A") continue;
-      const [addr, p] = f[1]!.split(":");
-      if (p !== hex) continue;
-      const loopback = addr!.endsWith("7F") && addr!.length === 8 ? true : addr === "00000000000000000000000001000000" || addr === "0000000000000000FFFF00000100007F";
-      if (!loopback) return true;
-    }
-  }
-  return false;
+  // Loopback only (127.x, ::1, ::ffff:127.0.0.1) is out of the port proxy's reach.
+  const loopback = (addr: string) => (addr.length === 8 ? addr.endsWith("7F") : addr === "00000000000000000000000001000000" || addr === "0000000000000000FFFF00000100007F");
+  return listeningAddresses(pid, port).some((addr) => !loopback(addr));
 }
 
 /**
- * A probe for engines whose containers ops cannot look into: the engine's port proxy accepts a
- * connection whether or not the app listens, and closes it at once when the app does not; one
- * still open after `holdMs` reached the app.
+ * A probe for engines whose containers ops cannot look into (a remote engine, a Swarm's nodes):
+ * the engine's port proxy accepts a connection whether or not the app listens, and closes it at
+ * once when the app does not; one still open after `holdMs` reached the app.
  */
 export async function proxiedPortAnswers(host: string, port: number, holdMs = 300): Promise<boolean> {
   return new Promise((resolve) => {
@@ -226,6 +212,8 @@ export async function proxiedPortAnswers(host: string, port: number, holdMs = 30
         },
       },
     }).catch(() => finish(false));
+    // A node that went away answers nothing at all: give up rather than wait on the kernel's connect timeout.
+    setTimeout(() => finish(false), holdMs + 2000);
   });
 }
 

@@ -143,32 +143,3 @@ export interface Observed {
   /** A running task whose app has not yet been seen answering: watch its port. */
   probe: string | null;
 }
-
-/**
- * Whether the app behind a published port answers: a connection still open after `holdMs`.
- * Docker's port proxy accepts a connection whether or not the app listens and closes it at once
- * when the app does not, so an accepted connection alone says nothing.
- */
-export function portAnswers(host: string, port: number, holdMs = 300): Promise<boolean> {
-  return new Promise((resolve) => {
-    let done = false;
-    const finish = (ok: boolean, s?: { end(): void }) => {
-      if (done) return;
-      done = true;
-      s?.end();
-      resolve(ok);
-    };
-    Bun.connect({
-      hostname: host,
-      port,
-      socket: {
-        open: (s) => void setTimeout(() => finish(true, s), holdMs),
-        data() {},
-        close: () => finish(false),
-        error: () => finish(false),
-        connectError: () => finish(false),
-      },
-    }).catch(() => finish(false));
-    setTimeout(() => finish(false), holdMs + 2000);
-  });
-}

@@ -21,11 +21,12 @@
  */
 import { engineClient, followEvents, type EngineClient } from "./engine-api";
 import { registryAuthHeader, type RegistryAuth } from "./docker-oneoff";
+import { proxiedPortAnswers } from "./docker-container";
 import { maskerOf, type SandboxLimits } from "./replica-env";
 import { followServiceLogs } from "./swarm-logs";
 import { filterOf, swarmObjects } from "./swarm-objects";
 import { L, labelsOf, limitsLineOf, serviceSpecOf, splitEnv, SWARM_NOT_ENFORCED, type ServiceInputs } from "./swarm-spec";
-import { nodesOf, observe, portAnswers, type EngineNode, type EngineTask, type NodeInfo, type Tracked } from "./swarm-state";
+import { nodesOf, observe, type EngineNode, type EngineTask, type NodeInfo, type Tracked } from "./swarm-state";
 import { runOneOff } from "./swarm-run";
 import { roomFor, roomNodes } from "./swarm-room";
 import { RuntimeError, type OneOffSpec, type OutputStream, type ReplicaSpec, type ReplicaStatus, type Runtime, type RuntimeHooks } from "./types";
@@ -131,7 +132,7 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
   async function watchReady(r: Replica, taskId: string): Promise<void> {
     r.probing = taskId;
     while (r.probing === taskId && !r.stopping && replicas.get(r.spec.id) === r && r.status.node?.task === taskId) {
-      if (await portAnswers(r.status.host, r.status.port)) {
+      if (await proxiedPortAnswers(r.status.host, r.status.port)) {
         if (r.probing !== taskId || r.status.node?.task !== taskId) return;
         r.readyTask = taskId;
         r.probing = null;

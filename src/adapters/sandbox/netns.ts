@@ -17,6 +17,7 @@ import { closeSync, openSync, readFileSync, readSync, readdirSync, unlinkSync } 
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pastaArgv, routeScript, type NetworkPolicy } from "./network";
+import { listeningAddresses } from "./proc-net";
 import { freeLoopbackPort } from "../runtime/process";
 import { closeFd, fdIdentity, pipe, reapChild, startTimeOf } from "../runtime/fds";
 
@@ -76,27 +77,11 @@ function configured(pid: number): boolean {
   }
 }
 
-const LISTEN = "0A";
 const ANY = new Set(["00000000", "0100007F", "00000000000000000000000000000000", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"]);
 
 /** Listening sockets on `port` at an address the forwarded port reaches, from /proc/<pid>/net/tcp{,6}. */
 function listensOn(pid: number, port: number): boolean {
-  const hex = port.toString(16).toUpperCase().padStart(4, "0");
-  for (const file of ["tcp", "tcp6"]) {
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${pid}/net/${file}`, "utf8");
-    } catch {
-      continue;
-    }
-    for (const line of text.split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 4 || f[3] !== LISTEN) continue;
-      const [addr, p] = f[1]!.split(":");
-      if (p === hex && ANY.has(addr!)) return true;
-    }
-  }
-  return false;
+  return listeningAddresses(pid, port).some((addr) => ANY.has(addr));
 }
 
 /** Run `argv` with `input` on stdin; the error names what failed. */

@@ -126,7 +126,7 @@ function RulesPage(props: SectionProps & { base: string }) {
           <h3>New rule</h3>
           {field("name", "Name", "5xx-rate")}
           <SelectField id="rule-kind" label="Kind" value={form.kind} options={[["metric", "A metric over a threshold"], ["log", "A log query matching N times"]]} onChange={(kind) => setForm({ ...form, kind })} />
-          {form.kind === "metric" ? field("metric", "Metric", "http.server.5xx_ratio") : field("query", "Log query", "timeout")}
+          {form.kind === "metric" ? field("metric", "Metric", "ops.ingress.responses.5xx") : field("query", "Log query", "timeout")}
           {field("threshold", form.kind === "metric" ? "Above" : "At least (lines)", form.kind === "metric" ? "0.05" : "10")}
           {form.kind === "metric" ? field("for_seconds", "For (seconds)") : field("window_seconds", "Window (seconds)")}
           {field("service", "Service (optional)")}

@@ -26,16 +26,18 @@ const increase = (s: Series, since: number) => {
 };
 
 export function Traffic(props: { slug: string; environment: string; service: string }) {
-  const [seen, setSeen] = useState<{ requests: number | null; errors: number | null; p95: number | null } | null>(null);
+  const [seen, setSeen] = useState<{ requests: number | null; errors: number | null; p95: number | null } | "unreadable" | null>(null);
   useEffect(() => {
     const since = Date.now() - HOUR;
     const from = new Date(since - 10 * 60_000).toISOString();
     const read = (name: string) => api<Series>("GET", `/api/v1/obs/metrics/series?${obsQuery(props.slug, { environment: props.environment, service: props.service, name, from })}`);
     Promise.all([read("ops.ingress.requests"), read("ops.ingress.responses.5xx"), read("ops.ingress.request.duration.p95")])
       .then(([r, e, p]) => setSeen({ requests: increase(r, since), errors: increase(e, since), p95: values(p).at(-1) ?? null }))
-      .catch(() => setSeen({ requests: null, errors: null, p95: null }));
+      // Without obs.read (or with telemetry down) there is nothing to say, rather than "no requests".
+      .catch(() => setSeen("unreadable"));
   }, [props.slug, props.environment, props.service]);
   if (!seen) return <span aria-busy="true">…</span>;
+  if (seen === "unreadable") return <span class="muted">not readable here (Metrics needs obs.read)</span>;
   const metrics = `/projects/${props.slug}/metrics?service=${encodeURIComponent(props.service)}&environment=${encodeURIComponent(props.environment)}`;
   if (seen.requests === null) return <span class="muted">no requests through the ingress in the last hour</span>;
   return (

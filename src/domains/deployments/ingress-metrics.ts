@@ -31,7 +31,9 @@ const keyOf = (s: ServiceStat) => `${s.service.project}\u0000${s.service.environ
 /** `now - before`, or `now` when a counter went down (a process restarted). */
 function increase(now: ServiceStat, before: ServiceStat | undefined): ServiceStat {
   const counters = (s: ServiceStat) => [...s.classes, ...s.latency.counts, s.latency.count, s.bytes, ...Object.values(s.upstreamErrors)];
-  if (!before || counters(now).some((v, i) => v < (counters(before)[i] ?? 0))) return now;
+  if (!before) return now;
+  const was = counters(before);
+  if (counters(now).some((v, i) => v < (was[i] ?? 0))) return now;
   return {
     service: now.service,
     classes: now.classes.map((v, i) => v - before.classes[i]!) as ServiceStat["classes"],
