@@ -206,6 +206,8 @@ describe("Packages and Audit in chromium", () => {
     await page.getByLabel("Actor").fill("vic@ops.test");
     await page.getByRole("button", { name: "Filter" }).click();
     const denied = page.locator("table.audit tbody tr").first();
+    // The filtered rows replace the unfiltered ones after the URL changes: wait for them.
+    await page.waitForFunction(() => (document.querySelector("table.audit tbody tr")?.textContent ?? "").includes("denied"));
     await denied.locator("code", { hasText: "packages.publish" }).waitFor();
     expect(page.url()).toContain("outcome=denied");
     const text = await denied.innerText();
